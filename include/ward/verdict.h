@@ -1,0 +1,80 @@
+/* ward/verdict.h — how a run ended, typed, with limits and usage.
+ *
+ * The library fills this struct; `ward run --json` prints the same fields.
+ * Every ending is reported as itself: an OOM kill is never guessed from a
+ * SIGKILL, a timeout is never reported as a crash.
+ */
+#ifndef WARD_VERDICT_H
+#define WARD_VERDICT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ward/error.h"
+#include "ward/policy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum ward_status {
+	WARD_STATUS_OK,
+	WARD_STATUS_ERROR,
+	WARD_STATUS_TIMEOUT,
+	WARD_STATUS_CPU_TIMEOUT,
+	WARD_STATUS_MEMORY_LIMIT,
+	WARD_STATUS_PIDS_LIMIT,
+	WARD_STATUS_OUTPUT_LIMIT,
+	WARD_STATUS_DISK_LIMIT,
+	WARD_STATUS_SIGNALED,
+	WARD_STATUS_KILLED,
+	WARD_STATUS_SETUP_FAILED,
+};
+
+/* "ok", "error", "timeout", ... */
+const char *ward_status_name(enum ward_status status);
+
+struct ward_usage {
+	uint64_t wall_ms;
+	uint64_t cpu_user_ms;
+	uint64_t cpu_sys_ms;
+	uint64_t peak_memory_bytes;
+	uint64_t processes_peak;
+	uint64_t output_bytes;      /* produced, including what was dropped */
+};
+
+struct ward_buffer {
+	char *data;                 /* NUL-terminated, may contain other NULs */
+	size_t len;
+	size_t cap;
+};
+
+struct ward_verdict {
+	enum ward_status status;
+	int exit_code;              /* valid when the program exited */
+	int signal;                 /* valid when it was killed by a signal, else 0 */
+	const char *limit;          /* which limit was hit ("memory", ...) or NULL */
+	uint64_t limit_value;       /* its value, in the limit's unit */
+	struct ward_usage usage;
+	struct ward_buffer out;     /* captured stdout (capture mode only) */
+	struct ward_buffer err;     /* captured stderr (capture mode only) */
+	bool stdout_truncated;
+	bool stderr_truncated;
+	uint32_t layers;            /* bit (1u << enum ward_layer): applied */
+	uint32_t degraded;          /* bit (1u << enum ward_layer): degraded */
+	char sandbox_id[40];
+	struct ward_error setup;    /* filled when status is SETUP_FAILED */
+};
+
+void ward_verdict_init(struct ward_verdict *v);
+void ward_verdict_release(struct ward_verdict *v);
+
+/* The verdict as one JSON object (malloc'ed string, caller frees), or NULL on
+ * ENOMEM. */
+char *ward_verdict_to_json(const struct ward_verdict *v);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

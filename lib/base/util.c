@@ -1,0 +1,132 @@
+/* lib/base/util.c — small helpers with no sandbox knowledge.
+ * Must never know about namespaces, policies or layers. */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "base/util.h"
+
+size_t ward_strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n = strlen(src);
+	if (size) {
+		size_t c = n < size - 1 ? n : size - 1;
+		memcpy(dst, src, c);
+		dst[c] = '\0';
+	}
+	return n;
+}
+
+size_t ward_strlcat(char *dst, const char *src, size_t size)
+{
+	size_t d = strnlen(dst, size);
+	if (d == size)
+		return d + strlen(src);
+	return d + ward_strlcpy(dst + d, src, size - d);
+}
+
+char *ward_utoa(uint64_t v, char *buf)
+{
+	char tmp[21];
+	size_t i = 0, j = 0;
+	do {
+		tmp[i++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (i)
+		buf[j++] = tmp[--i];
+	buf[j] = '\0';
+	return buf;
+}
+
+int ward_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+ssize_t ward_read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = read(fd, p + got, len - got);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+int ward_write_file_at(int dirfd, const char *path, const char *data,
+		       size_t len, int flags, mode_t mode)
+{
+	int fd = openat(dirfd, path, flags | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return -errno;
+	int r = ward_write_all(fd, data, len);
+	if (close(fd) < 0 && r == 0 && errno != EINTR)
+		r = -errno;
+	return r;
+}
+
+int ward_read_file(const char *path, size_t max, char **out, size_t *len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t cap = 4096, n = 0;
+	_cleanup_free_ char *buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (n + 1 >= cap) {
+			if (cap > max + 1)
+				return -EFBIG;
+			char *nb = realloc(buf, cap * 2);
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + n, cap - n - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > max)
+			return -EFBIG;
+	}
+	buf[n] = '\0';
+	*out = take_ptr(buf);
+	if (len)
+		*len = n;
+	return 0;
+}
+
+uint64_t ward_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,75 @@
+/* lib/base/util.h — small helpers with no sandbox knowledge.
+ *
+ * Scoped cleanup, fd hand-off, EINTR-safe I/O, bounded string copies. Every
+ * helper marked child-safe makes only raw syscalls and never allocates.
+ */
+#ifndef WARD_BASE_UTIL_H
+#define WARD_BASE_UTIL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define WARD_EXPORT __attribute__((visibility("default")))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline void ward_freep(void *p) { free(*(void **)p); }
+static inline void ward_closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+
+#define _cleanup_free_ __attribute__((cleanup(ward_freep)))
+#define _cleanup_close_ __attribute__((cleanup(ward_closep)))
+
+/* Hand-off: returns the value and empties the variable. */
+static inline int take_fd(int *fd)
+{
+	int r = *fd;
+	*fd = -1;
+	return r;
+}
+static inline void *take_ptr_(void **p)
+{
+	void *r = *p;
+	*p = NULL;
+	return r;
+}
+#define take_ptr(p) take_ptr_((void **)&(p))
+
+/* Child-safe: copies at most size-1 bytes and terminates; returns strlen(src). */
+size_t ward_strlcpy(char *dst, const char *src, size_t size);
+/* Child-safe: appends; returns the length it tried to create. */
+size_t ward_strlcat(char *dst, const char *src, size_t size);
+/* Child-safe: formats v in decimal into buf (>= 21 bytes); returns buf. */
+char *ward_utoa(uint64_t v, char *buf);
+
+/* Child-safe: writes all of buf, retrying on EINTR and short writes.
+ * Returns 0 or -errno. */
+int ward_write_all(int fd, const void *buf, size_t len);
+/* Child-safe: reads exactly len bytes unless EOF comes first.
+ * Returns bytes read (< len only at EOF) or -errno. */
+ssize_t ward_read_full(int fd, void *buf, size_t len);
+/* Child-safe: writes a whole small file (O_CLOEXEC|O_NOFOLLOW). 0 or -errno. */
+int ward_write_file_at(int dirfd, const char *path, const char *data,
+		       size_t len, int flags, mode_t mode);
+
+/* Parent: reads a whole file into a malloc'ed NUL-terminated buffer.
+ * Returns 0 or -errno; *len gets the size without the NUL. max caps it
+ * (-EFBIG beyond). */
+int ward_read_file(const char *path, size_t max, char **out, size_t *len);
+
+/* Monotonic clock in nanoseconds. Child-safe (vDSO). */
+uint64_t ward_now_ns(void);
+
+#include "base/banned.h"
+
+#endif

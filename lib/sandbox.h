@@ -1,0 +1,147 @@
+/* lib/sandbox.h — the plan and the layer interface (internal).
+ *
+ * The parent turns a policy into a plan: every path, mount, map line, file
+ * content, rlimit, landlock rule and the compiled seccomp program are decided
+ * and allocated here, before clone. The child only applies the plan, with raw
+ * syscalls: no malloc, no stdio, no locale. A layer is a file in lib/layers/
+ * plus one line in the table in lib/sandbox.c.
+ */
+#ifndef WARD_SANDBOX_H
+#define WARD_SANDBOX_H
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "ward/error.h"
+#include "ward/policy.h"
+
+enum {
+	WARD_PLAN_MAX_MOUNTS = 80,
+	WARD_PLAN_MAX_FILES = 24,
+	WARD_PLAN_MAX_LANDLOCK = 80,
+	WARD_PLAN_MAX_RLIMITS = 8,
+	WARD_INSIDE_UID = 1000,
+	WARD_INSIDE_GID = 1000,
+};
+
+enum ward_mount_kind {
+	WARD_MNT_DIR,      /* mkdir target */
+	WARD_MNT_SYMLINK,  /* symlink(src) at target */
+	WARD_MNT_FILE,     /* regular file at target with content */
+	WARD_MNT_BIND,     /* bind host src (opened before any tmpfs) at target */
+	WARD_MNT_TMPFS,    /* tmpfs at target with data options */
+	WARD_MNT_PROC,     /* procfs at target with data options */
+};
+
+struct ward_mount_op {
+	enum ward_mount_kind kind;
+	const char *src;       /* host path (BIND), link text (SYMLINK) */
+	const char *target;    /* absolute path inside the sandbox */
+	const char *data;      /* TMPFS/PROC options, FILE content */
+	size_t len;            /* FILE content length */
+	unsigned mode;         /* DIR/FILE/TMPFS mode */
+	bool writable;         /* BIND: read-write */
+	bool device;           /* BIND: a device node (keeps dev, adds noexec) */
+	bool optional;         /* BIND: skip silently when the host lacks src */
+	int fd;                /* BIND: open_tree fd, filled in the child */
+};
+
+struct ward_landlock_rule {
+	const char *path;      /* inside the sandbox */
+	uint64_t access;       /* LANDLOCK_ACCESS_FS_* before ABI masking */
+};
+
+struct ward_rlimit {
+	int resource;
+	struct rlimit value;
+};
+
+struct ward_plan {
+	const struct ward_policy *policy;
+
+	/* identity */
+	bool rootless;
+	uid_t host_uid;
+	gid_t host_gid;
+	uid_t uid;             /* the program's uid inside */
+	gid_t gid;
+	char uid_map[96];
+	char gid_map[96];
+
+	/* mounts, applied in order inside the new root */
+	struct ward_mount_op mounts[WARD_PLAN_MAX_MOUNTS];
+	size_t n_mounts;
+	char *strings;         /* owns the paths and contents the ops point to */
+	size_t strings_len, strings_cap;
+
+	/* program */
+	char *const *argv;
+	char **envp;           /* NULL-terminated, owned */
+	const char *path_env;  /* value of PATH in envp, for lookups */
+	const char *workdir;
+	const char *hostname;
+
+	struct ward_rlimit rlimits[WARD_PLAN_MAX_RLIMITS];
+	size_t n_rlimits;
+
+	struct ward_landlock_rule landlock[WARD_PLAN_MAX_LANDLOCK];
+	size_t n_landlock;
+	int landlock_abi;      /* probed in the parent; 0 when unavailable */
+
+	struct sock_fprog seccomp; /* compiled in the parent (owned) */
+
+	uint32_t allow_degrade;
+	uint32_t layers;       /* filled as layers apply */
+	uint32_t degraded;
+};
+
+/* Parent: builds a plan for policy and argv. */
+int ward_plan_build(struct ward_plan *plan, const struct ward_policy *policy,
+		    char *const argv[], struct ward_error *err);
+void ward_plan_release(struct ward_plan *plan);
+/* Parent: copies s into the plan's string arena; NULL on ENOMEM.
+ * Pointers stay valid until ward_plan_release (the arena is allocated once,
+ * large enough, by ward_plan_build). */
+const char *ward_plan_strdup(struct ward_plan *plan, const char *s, size_t len);
+int ward_plan_add_mount(struct ward_plan *plan, const struct ward_mount_op *op,
+			struct ward_error *err);
+
+/* --- layers: parent-side preparation (may allocate) --- */
+int ward_userns_prepare(struct ward_plan *plan, struct ward_error *err);
+int ward_image_host_prepare(struct ward_plan *plan, struct ward_error *err);
+int ward_mounts_prepare(struct ward_plan *plan, struct ward_error *err);
+int ward_landlock_prepare(struct ward_plan *plan, struct ward_error *err);
+int ward_rlimits_prepare(struct ward_plan *plan, struct ward_error *err);
+int ward_env_prepare(struct ward_plan *plan, struct ward_error *err);
+
+/* seccomp: builds the allowlist filter into *prog (owned by the caller, free
+ * with ward_seccomp_release). Parent-only. */
+int ward_seccomp_build(const struct ward_policy *policy, struct sock_fprog *prog,
+		       struct ward_error *err);
+void ward_seccomp_release(struct sock_fprog *prog);
+
+/* Parent, after clone: writes the child's uid_map, setgroups, gid_map. */
+int ward_userns_write_maps(const struct ward_plan *plan, pid_t pid,
+			   struct ward_error *err);
+
+/* --- layers: child-side application (child-safe: raw syscalls only) --- */
+int ward_mounts_apply(struct ward_plan *plan, struct ward_error *err);
+int ward_uts_apply(struct ward_plan *plan, struct ward_error *err);
+int ward_net_apply(struct ward_plan *plan, struct ward_error *err);
+int ward_env_apply(struct ward_plan *plan, struct ward_error *err);
+int ward_rlimits_apply(struct ward_plan *plan, struct ward_error *err);
+int ward_privileges_apply(struct ward_plan *plan, struct ward_error *err);
+int ward_landlock_apply(struct ward_plan *plan, struct ward_error *err);
+/* Installs the filter; must be the last layer before execve. */
+int ward_seccomp_apply(const struct sock_fprog *prog, struct ward_error *err);
+/* After seccomp: checks that the layers hold (a new user namespace is
+ * impossible, no capabilities, no_new_privs set). */
+int ward_verify_apply(struct ward_plan *plan, struct ward_error *err);
+
+/* Probes the running kernel's landlock ABI: >0 version, 0 unavailable. */
+int ward_landlock_abi(void);
+
+#endif
