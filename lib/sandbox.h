@@ -83,6 +83,8 @@ struct ward_plan {
 	const char *path_env;  /* value of PATH in envp, for lookups */
 	const char *workdir;
 	const char *hostname;
+	int stdio[3];          /* the program's fds 0-2, set by the supervisor */
+	int cap_last;          /* highest capability number this kernel knows */
 
 	struct ward_rlimit rlimits[WARD_PLAN_MAX_RLIMITS];
 	size_t n_rlimits;
@@ -128,6 +130,11 @@ int ward_userns_write_maps(const struct ward_plan *plan, pid_t pid,
 			   struct ward_error *err);
 
 /* --- layers: child-side application (child-safe: raw syscalls only) --- */
+/* Opens every bind source with open_tree(OPEN_TREE_CLONE), still with the
+ * caller's host credentials, before anything can shadow the host paths. */
+int ward_mounts_open_sources(struct ward_plan *plan, struct ward_error *err);
+/* Takes the sandbox's own root identity inside the user namespace. */
+int ward_userns_enter(struct ward_plan *plan, struct ward_error *err);
 int ward_mounts_apply(struct ward_plan *plan, struct ward_error *err);
 int ward_uts_apply(struct ward_plan *plan, struct ward_error *err);
 int ward_net_apply(struct ward_plan *plan, struct ward_error *err);

@@ -1,0 +1,282 @@
+/* lib/layers/mounts.c — the mount namespace: a tmpfs root built from the plan.
+ *
+ * Parent: appends /dev, /proc, /workspace, /tmp and the policy's binds to the
+ * image's operations. Child: opens every bind source with open_tree before
+ * anything is shadowed, mounts a tmpfs staging root, creates each target
+ * without ever following a symlink, attaches the mounts, then
+ * pivot_root(".", ".") and detaches the old root, and makes the root
+ * read-only. Everything is nosuid and nodev except the five device binds.
+ * Child code: raw syscalls only, no allocation.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "base/util.h"
+#include "compat/mount.h"
+#include "sandbox.h"
+
+/* Where the new root is staged inside the child's private mount namespace.
+ * Host paths are never resolved after it is mounted (sources are opened
+ * first), so shadowing the host's /tmp here is harmless. */
+#define STAGE "/tmp"
+
+static const char *const devices[] = { "null", "zero", "full", "random", "urandom" };
+
+static int add_op(struct ward_plan *plan, struct ward_mount_op op, struct ward_error *err)
+{
+	return ward_plan_add_mount(plan, &op, err);
+}
+
+static const char *tmpfs_options(struct ward_plan *plan, uint64_t size, uint64_t inodes,
+				 const char *mode)
+{
+	char buf[160];
+	int n = snprintf(buf, sizeof(buf), "size=%llu,nr_inodes=%llu,mode=%s,uid=%u,gid=%u",
+			 (unsigned long long)size, (unsigned long long)inodes, mode,
+			 (unsigned)plan->uid, (unsigned)plan->gid);
+	return ward_plan_strdup(plan, buf, (size_t)n);
+}
+
+static int prepare_dev(struct ward_plan *plan, struct ward_error *err)
+{
+	static const struct { const char *target, *link; } links[] = {
+		{ "/dev/fd", "/proc/self/fd" }, { "/dev/stdin", "/proc/self/fd/0" },
+		{ "/dev/stdout", "/proc/self/fd/1" }, { "/dev/stderr", "/proc/self/fd/2" },
+		{ "/dev/shm", "/tmp" },
+	};
+	int r;
+	for (size_t i = 0; i < ARRAY_SIZE(devices); i++) {
+		char host[32], *h;
+		snprintf(host, sizeof(host), "/dev/%s", devices[i]);
+		if (!(h = (char *)ward_plan_strdup(plan, host, strlen(host))))
+			return ward_error_set(err, ENOMEM, "mount", "plan arena exhausted");
+		r = add_op(plan, (struct ward_mount_op){ .kind = WARD_MNT_BIND, .src = h,
+			   .target = h, .device = true, .writable = true }, err);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
+		r = add_op(plan, (struct ward_mount_op){ .kind = WARD_MNT_SYMLINK,
+			   .target = links[i].target, .src = links[i].link }, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int ward_mounts_prepare(struct ward_plan *plan, struct ward_error *err)
+{
+	const struct ward_policy *p = plan->policy;
+	const char *ws = tmpfs_options(plan, p->workspace_size, p->workspace_inodes, "0755");
+	const char *tmp = tmpfs_options(plan, p->tmp_size, p->tmp_inodes, "1777");
+	if (!ws || !tmp)
+		return ward_error_set(err, ENOMEM, "mount", "plan arena exhausted");
+	int r = prepare_dev(plan, err);
+	if (r < 0)
+		return r;
+	/* subset=pid hides the kernel's global files; hidepid=invisible hides
+	 * processes of other users (PID 1 is one of them). */
+	struct ward_mount_op ops[] = {
+		{ .kind = WARD_MNT_PROC, .target = "/proc", .data = "hidepid=invisible,subset=pid" },
+		{ .kind = WARD_MNT_TMPFS, .target = "/workspace", .data = ws },
+		{ .kind = WARD_MNT_TMPFS, .target = "/tmp", .data = tmp },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(ops); i++)
+		if ((r = add_op(plan, ops[i], err)) < 0)
+			return r;
+	for (size_t i = 0; i < p->n_binds; i++) {
+		const struct ward_bind *b = &p->binds[i];
+		r = add_op(plan, (struct ward_mount_op){ .kind = WARD_MNT_BIND, .src = b->host,
+			   .target = b->inside ? b->inside : b->host, .writable = b->writable }, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- child side ---- */
+
+static int fail(struct ward_error *err, const char *what, const char *path)
+{
+	return ward_error_setv(err, errno, "mount", what, " '", path, "'", NULL);
+}
+
+int ward_mounts_open_sources(struct ward_plan *plan, struct ward_error *err)
+{
+	for (size_t i = 0; i < plan->n_mounts; i++) {
+		struct ward_mount_op *m = &plan->mounts[i];
+		if (m->kind != WARD_MNT_BIND)
+			continue;
+		unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC;
+		if (!m->device)
+			flags |= AT_RECURSIVE;
+		m->fd = (int)ward_open_tree(AT_FDCWD, m->src, flags);
+		if (m->fd < 0) {
+			if (m->optional && errno == ENOENT)
+				continue;
+			return fail(err, "unable to open", m->src);
+		}
+		struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID };
+		if (m->device)
+			attr.attr_set |= MOUNT_ATTR_NOEXEC;
+		else
+			attr.attr_set |= MOUNT_ATTR_NODEV;
+		if (!m->writable)
+			attr.attr_set |= MOUNT_ATTR_RDONLY;
+		if (ward_mount_setattr(m->fd, "", AT_EMPTY_PATH | (m->device ? 0 : AT_RECURSIVE),
+				       &attr, sizeof(attr)) < 0)
+			return fail(err, "unable to seal", m->src);
+	}
+	return 0;
+}
+
+/* Opens (creating as needed) each component of `path` below dirfd, never
+ * following a symlink; returns an O_PATH fd of the last directory. When
+ * `leaf_file` is set the last component is created as an empty file. */
+static int walk_create(int rootfd, const char *path, bool leaf_file, unsigned mode)
+{
+	char buf[PATH_MAX];
+	if (ward_strlcpy(buf, path, sizeof(buf)) >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	int cur = (int)fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+	char *s = buf;
+	while (cur >= 0 && *s) {
+		while (*s == '/')
+			s++;
+		if (!*s)
+			break;
+		char *e = strchr(s, '/');
+		if (e)
+			*e = '\0';
+		bool last = !e || !e[1 + strspn(e + 1, "/")];
+		if (last && leaf_file) {
+			int f = openat(cur, s, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+			if (f >= 0)
+				close(f);
+		} else if (mkdirat(cur, s, last ? mode : 0755) < 0 && errno != EEXIST) {
+			close(cur);
+			return -1;
+		}
+		int next = openat(cur, s, O_PATH | O_NOFOLLOW | O_CLOEXEC | (last && leaf_file ? 0 : O_DIRECTORY));
+		close(cur);
+		cur = next;
+		s = e ? e + 1 : s + strlen(s);
+	}
+	return cur;
+}
+
+/* Full path of target inside the staging root, for mount(2) calls. */
+static const char *staged(char *buf, size_t len, const char *target)
+{
+	ward_strlcpy(buf, STAGE, len);
+	ward_strlcat(buf, target, len);
+	return buf;
+}
+
+static int apply_one(int rootfd, struct ward_mount_op *m, struct ward_error *err)
+{
+	char path[PATH_MAX];
+	int fd = -1, r = 0;
+	switch (m->kind) {
+	case WARD_MNT_DIR:
+		fd = walk_create(rootfd, m->target, false, m->mode ? m->mode : 0755);
+		break;
+	case WARD_MNT_FILE:
+		fd = walk_create(rootfd, m->target, true, 0);
+		if (fd >= 0) {
+			int w = ward_write_file_at(AT_FDCWD, staged(path, sizeof(path), m->target),
+						   m->data, m->len, O_TRUNC, 0644);
+			if (w < 0)
+				errno = -w, r = -1;
+		}
+		break;
+	case WARD_MNT_SYMLINK: {
+		const char *slash = strrchr(m->target, '/');
+		char parent[PATH_MAX];
+		ward_strlcpy(parent, m->target, sizeof(parent));
+		parent[slash - m->target] = '\0';
+		fd = walk_create(rootfd, parent, false, 0755);
+		if (fd >= 0 && symlinkat(m->src, fd, slash + 1) < 0)
+			r = -1;
+		break;
+	}
+	case WARD_MNT_BIND: {
+		if (m->fd < 0)
+			return 0; /* optional and absent */
+		struct stat st;
+		if (fstat(m->fd, &st) < 0)
+			return fail(err, "unable to stat", m->src);
+		fd = walk_create(rootfd, m->target, !S_ISDIR(st.st_mode), 0755);
+		if (fd >= 0 && ward_move_mount(m->fd, "", fd, "",
+					       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			r = -1;
+		break;
+	}
+	case WARD_MNT_TMPFS:
+	case WARD_MNT_PROC:
+		fd = walk_create(rootfd, m->target, false, 0755);
+		if (fd >= 0 && mount(m->kind == WARD_MNT_PROC ? "proc" : "tmpfs",
+				     staged(path, sizeof(path), m->target),
+				     m->kind == WARD_MNT_PROC ? "proc" : "tmpfs",
+				     MS_NOSUID | MS_NODEV | (m->kind == WARD_MNT_PROC ? MS_NOEXEC : 0),
+				     m->data) < 0)
+			r = -1;
+		break;
+	}
+	if (fd < 0 || r < 0) {
+		int saved = errno;
+		if (fd >= 0)
+			close(fd);
+		errno = saved;
+		return fail(err, "unable to create", m->target);
+	}
+	close(fd);
+	return 0;
+}
+
+int ward_mounts_apply(struct ward_plan *plan, struct ward_error *err)
+{
+	/* Nothing we mount may propagate back to the host. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return fail(err, "unable to make private", "/");
+	if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV,
+		  "size=4m,nr_inodes=4096,mode=0755") < 0)
+		return fail(err, "unable to mount the root tmpfs on", STAGE);
+	int rootfd = open(STAGE, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return fail(err, "unable to open", STAGE);
+	for (size_t i = 0; i < plan->n_mounts; i++) {
+		int r = apply_one(rootfd, &plan->mounts[i], err);
+		if (r < 0) {
+			close(rootfd);
+			return r;
+		}
+		if (plan->mounts[i].fd >= 0) {
+			close(plan->mounts[i].fd);
+			plan->mounts[i].fd = -1;
+		}
+	}
+	close(rootfd);
+	/* pivot_root(".", "."): the old root ends up stacked on the new one and
+	 * is detached at once, so no path to the host remains. */
+	if (chdir(STAGE) < 0)
+		return fail(err, "unable to enter", STAGE);
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return fail(err, "unable to pivot_root into", STAGE);
+	if (umount2(".", MNT_DETACH) < 0)
+		return fail(err, "unable to detach the old root", "/");
+	if (chdir("/") < 0)
+		return fail(err, "unable to enter", "/");
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+		  NULL) < 0)
+		return fail(err, "unable to make read-only", "/");
+	plan->layers |= 1u << WARD_LAYER_MOUNT;
+	return 0;
+}

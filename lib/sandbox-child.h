@@ -1,0 +1,36 @@
+/* lib/sandbox-child.h — what the sandbox's init reports to its supervisor
+ * (internal). One fixed-size record, written once over a pipe. */
+#ifndef WARD_SANDBOX_CHILD_H
+#define WARD_SANDBOX_CHILD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sandbox.h"
+
+enum ward_report_kind {
+	WARD_REPORT_NONE,          /* nothing reported (init died first) */
+	WARD_REPORT_EXITED,        /* code = exit status */
+	WARD_REPORT_SIGNALED,      /* code = signal number */
+	WARD_REPORT_SETUP_FAILED,  /* err names the layer */
+	WARD_REPORT_EXEC_FAILED,   /* err says why execve failed */
+	WARD_REPORT_RUNNING,       /* the program exec'd; layers are final */
+};
+
+struct ward_report {
+	enum ward_report_kind kind;
+	int code;
+	uint32_t layers;
+	uint32_t degraded;
+	uint64_t cpu_user_us;
+	uint64_t cpu_sys_us;
+	uint64_t maxrss_kb;
+	bool disk_full;            /* /workspace or /tmp had no space or inodes left */
+	struct ward_error err;
+};
+
+/* The cloned child's entry point. Never returns. */
+__attribute__((noreturn)) void ward_child_main(struct ward_plan *plan, int sync_fd,
+					       int report_fd);
+
+#endif

@@ -1,0 +1,216 @@
+/* lib/sandbox.c — the pipeline: the ordered list of layers, and the child.
+ *
+ * The cloned child (already in fresh user, mount, pid, net, ipc, uts, cgroup
+ * and time namespaces) becomes the sandbox's init, PID 1. It applies the
+ * namespace-wide layers, then vforks the program, which applies the
+ * per-process layers and execs. The init reaps orphans and, when the
+ * program ends, reports its status and exits; the kernel then kills every
+ * process left in the pid namespace. Everything here is child code: plan
+ * data and raw syscalls only, no malloc, no stdio, no locale.
+ */
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "sandbox-child.h"
+
+typedef int (*ward_layer_fn)(struct ward_plan *, struct ward_error *);
+
+/* In the init (PID 1), after the parent wrote the id maps and attached the
+ * cgroup. Order matters; each line says why it sits where it does. */
+static const ward_layer_fn init_layers[] = {
+	ward_mounts_open_sources, /* host creds still: open binds before any shadowing */
+	ward_userns_enter,        /* become the namespace's root: files we create need a mapped owner */
+	ward_mounts_apply,        /* proc needs the old root still visible: mounted before the pivot */
+	ward_uts_apply,           /* hostname */
+	ward_net_apply,           /* lo up: loopback sockets work, nothing else exists */
+};
+
+/* In the program, between vfork and execve. */
+static const ward_layer_fn program_layers[] = {
+	ward_env_apply,           /* stdio in place, every other fd close-on-exec */
+	ward_rlimits_apply,       /* raising needs privilege: before it is dropped */
+	ward_privileges_apply,    /* setsid, caps, securebits, uid, no_new_privs */
+	ward_landlock_apply,      /* needs no_new_privs; paths are sandbox paths now */
+};
+
+/* Resolves argv[0] through PATH like execvp, without allocating. */
+static int exec_program(struct ward_plan *plan)
+{
+	const char *prog = plan->argv[0];
+	if (strchr(prog, '/')) {
+		execve(prog, plan->argv, plan->envp);
+		return -errno;
+	}
+	int first_err = ENOENT;
+	for (const char *p = plan->path_env; p && *p;) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		char path[4096];
+		if (n + 1 + strlen(prog) + 1 <= sizeof(path) && n > 0) {
+			memcpy(path, p, n);
+			path[n] = '/';
+			ward_strlcpy(path + n + 1, prog, sizeof(path) - n - 1);
+			execve(path, plan->argv, plan->envp);
+			if (errno != ENOENT && errno != ENOTDIR && first_err == ENOENT)
+				first_err = errno;
+		}
+		p = colon ? colon + 1 : NULL;
+	}
+	return -first_err;
+}
+
+/* The program: never returns. Errors land in *rep (shared with the init
+ * through vfork) and the child exits 127. */
+static __attribute__((noreturn)) void program_main(struct ward_plan *plan,
+						   struct ward_report *rep)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(program_layers); i++)
+		if (program_layers[i](plan, &rep->err) < 0)
+			goto fail;
+	/* seccomp last: after it, only the allowlist remains, and the checks
+	 * that follow run under it */
+	if (ward_seccomp_apply(&plan->seccomp, &rep->err) < 0)
+		goto fail;
+	plan->layers |= 1u << WARD_LAYER_SECCOMP;
+	if (ward_verify_apply(plan, &rep->err) < 0)
+		goto fail;
+	rep->layers = plan->layers;
+	rep->degraded = plan->degraded;
+	int r = exec_program(plan);
+	ward_error_setv(&rep->err, -r, "exec", "unable to run '", plan->argv[0], "'", NULL);
+	rep->kind = WARD_REPORT_EXEC_FAILED;
+	_exit(127);
+fail:
+	rep->kind = WARD_REPORT_SETUP_FAILED;
+	_exit(127);
+}
+
+static __attribute__((noreturn)) void report_and_exit(int fd, struct ward_report *rep)
+{
+	ward_write_all(fd, rep, sizeof(*rep));
+	_exit(0);
+}
+
+static bool disk_full(const char *path)
+{
+	struct statfs st;
+	if (statfs(path, &st) < 0)
+		return false;
+	/* a few blocks of slack: tmpfs rounds to pages */
+	return st.f_bavail <= 2 || st.f_ffree == 0;
+}
+
+/* PID 1: reap everything; when the program ends, report and exit so the
+ * kernel kills whatever is left. */
+static __attribute__((noreturn)) void init_wait(int report_fd, pid_t child,
+						struct ward_report *rep)
+{
+	for (;;) {
+		int status;
+		pid_t pid = wait4(-1, &status, 0, NULL);
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			rep->kind = WARD_REPORT_SETUP_FAILED;
+			ward_error_setv(&rep->err, errno, "pid", "init lost its program", NULL);
+			report_and_exit(report_fd, rep);
+		}
+		if (pid != child)
+			continue;
+		struct rusage ru;
+		getrusage(RUSAGE_CHILDREN, &ru);
+		rep->cpu_user_us = (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec;
+		rep->cpu_sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
+		rep->maxrss_kb = (uint64_t)ru.ru_maxrss;
+		rep->disk_full = disk_full("/workspace") || disk_full("/tmp");
+		if (WIFSIGNALED(status)) {
+			rep->kind = WARD_REPORT_SIGNALED;
+			rep->code = WTERMSIG(status);
+		} else {
+			rep->kind = WARD_REPORT_EXITED;
+			rep->code = WEXITSTATUS(status);
+		}
+		report_and_exit(report_fd, rep);
+	}
+}
+
+/* The init keeps only the program's stdio (as 0-2) and the report pipe (as
+ * 3): copies of the supervisor's other fds must not live on in a sandbox. */
+static int adopt_fds(struct ward_plan *plan, int report_fd)
+{
+	for (int i = 0; i < 3; i++) {
+		if (plan->stdio[i] != i && dup2(plan->stdio[i], i) < 0)
+			return -1;
+		plan->stdio[i] = i;
+	}
+	if (report_fd != 3 && dup3(report_fd, 3, O_CLOEXEC) < 0)
+		return -1;
+	if (syscall(SYS_close_range, 4, ~0U, 0) < 0)
+		return -1;
+	return 3;
+}
+
+void ward_child_main(struct ward_plan *plan, int sync_fd, int report_fd)
+{
+	struct ward_report rep;
+	memset(&rep, 0, sizeof(rep));
+	rep.kind = WARD_REPORT_SETUP_FAILED;
+
+	/* The sandbox dies with its supervisor. Set before waiting for "go",
+	 * so a supervisor that died earlier is seen as EOF. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		_exit(125);
+	char go;
+	if (ward_read_full(sync_fd, &go, 1) != 1)
+		_exit(125);
+	close(sync_fd);
+	report_fd = adopt_fds(plan, report_fd);
+	if (report_fd < 0)
+		_exit(125);
+	rep.layers = plan->layers | (1u << WARD_LAYER_PID) | (1u << WARD_LAYER_IPC) |
+		     (1u << WARD_LAYER_CGROUPNS) | (1u << WARD_LAYER_TIME);
+	plan->layers = rep.layers;
+
+	for (size_t i = 0; i < ARRAY_SIZE(init_layers); i++)
+		if (init_layers[i](plan, &rep.err) < 0)
+			report_and_exit(report_fd, &rep);
+
+	/* Non-dumpable: the program cannot open /proc/1/{mem,exe,root} of
+	 * its init, which is a copy of the supervisor. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	rep.kind = WARD_REPORT_NONE;
+	pid_t child = vfork();
+	if (child == 0)
+		program_main(plan, &rep);
+	if (child < 0) {
+		ward_error_setv(&rep.err, errno, "pid", "unable to start the program", NULL);
+		rep.kind = WARD_REPORT_SETUP_FAILED;
+		report_and_exit(report_fd, &rep);
+	}
+	/* vfork returned: the program has exec'd or failed (rep says which). */
+	for (int i = 0; i < 3; i++)
+		close(i);
+	if (rep.kind == WARD_REPORT_SETUP_FAILED || rep.kind == WARD_REPORT_EXEC_FAILED) {
+		int status;
+		waitpid(child, &status, 0);
+		report_and_exit(report_fd, &rep);
+	}
+	/* The program runs: say which layers it got, in case the init is
+	 * killed before it can send the final report. */
+	rep.kind = WARD_REPORT_RUNNING;
+	ward_write_all(report_fd, &rep, sizeof(rep));
+	/* The init keeps nothing it does not need: no capabilities left. */
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct caps[2] = { { 0 } };
+	syscall(SYS_capset, &hdr, caps);
+	init_wait(report_fd, child, &rep);
+}

@@ -1,0 +1,124 @@
+/* lib/verdict.c — the verdict's names and its JSON form.
+ * The JSON schema is documented in docs/verdict.md; field names here and
+ * there must match. */
+#include <jansson.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "ward/verdict.h"
+
+static const char *const status_names[] = {
+	[WARD_STATUS_OK] = "ok",
+	[WARD_STATUS_ERROR] = "error",
+	[WARD_STATUS_TIMEOUT] = "timeout",
+	[WARD_STATUS_CPU_TIMEOUT] = "cpu_timeout",
+	[WARD_STATUS_MEMORY_LIMIT] = "memory_limit",
+	[WARD_STATUS_PIDS_LIMIT] = "pids_limit",
+	[WARD_STATUS_OUTPUT_LIMIT] = "output_limit",
+	[WARD_STATUS_DISK_LIMIT] = "disk_limit",
+	[WARD_STATUS_SIGNALED] = "signaled",
+	[WARD_STATUS_KILLED] = "killed",
+	[WARD_STATUS_SETUP_FAILED] = "setup_failed",
+};
+
+WARD_EXPORT const char *ward_status_name(enum ward_status status)
+{
+	if ((size_t)status >= ARRAY_SIZE(status_names))
+		return "unknown";
+	return status_names[status];
+}
+
+WARD_EXPORT void ward_verdict_init(struct ward_verdict *v)
+{
+	memset(v, 0, sizeof(*v));
+}
+
+WARD_EXPORT void ward_verdict_release(struct ward_verdict *v)
+{
+	free(v->out.data);
+	free(v->err.data);
+	memset(v, 0, sizeof(*v));
+}
+
+static json_t *layer_list(uint32_t bits)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < WARD_LAYER_COUNT && a; i++)
+		if (bits & (1u << i))
+			json_array_append_new(a, json_string(ward_layer_name((enum ward_layer)i)));
+	return a;
+}
+
+static json_t *text(const struct ward_buffer *b)
+{
+	/* Output is bytes; JSON wants UTF-8. Invalid sequences would make the
+	 * whole verdict unencodable, so they become U+FFFD. */
+	json_t *s = json_stringn(b->data ? b->data : "", b->len);
+	if (s)
+		return s;
+	char *fixed = malloc(b->len * 3 + 1);
+	if (!fixed)
+		return json_string("");
+	size_t o = 0;
+	for (size_t i = 0; i < b->len;) {
+		unsigned char c = (unsigned char)b->data[i];
+		size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+		json_t *probe = n && i + n <= b->len ? json_stringn(b->data + i, n) : NULL;
+		if (probe && c != 0) {
+			memcpy(fixed + o, b->data + i, n);
+			o += n;
+			i += n;
+		} else if (c == 0) {
+			fixed[o++] = ' ';
+			i++;
+		} else {
+			memcpy(fixed + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		}
+		json_decref(probe);
+	}
+	s = json_stringn(fixed, o);
+	free(fixed);
+	return s ? s : json_string("");
+}
+
+WARD_EXPORT char *ward_verdict_to_json(const struct ward_verdict *v)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "status", json_string(ward_status_name(v->status)));
+	json_object_set_new(o, "exit_code", v->signal || v->status == WARD_STATUS_SETUP_FAILED
+				? json_null() : json_integer(v->exit_code));
+	json_object_set_new(o, "signal", v->signal ? json_integer(v->signal) : json_null());
+	if (v->limit) {
+		json_object_set_new(o, "limit", json_pack("{s:s, s:I}", "name", v->limit,
+							  "value", (json_int_t)v->limit_value));
+	} else {
+		json_object_set_new(o, "limit", json_null());
+	}
+	json_object_set_new(o, "usage", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+		"wall_ms", (json_int_t)v->usage.wall_ms,
+		"cpu_user_ms", (json_int_t)v->usage.cpu_user_ms,
+		"cpu_sys_ms", (json_int_t)v->usage.cpu_sys_ms,
+		"peak_memory_bytes", (json_int_t)v->usage.peak_memory_bytes,
+		"processes_peak", (json_int_t)v->usage.processes_peak,
+		"output_bytes", (json_int_t)v->usage.output_bytes));
+	json_object_set_new(o, "stdout", text(&v->out));
+	json_object_set_new(o, "stderr", text(&v->err));
+	json_object_set_new(o, "stdout_truncated", json_boolean(v->stdout_truncated));
+	json_object_set_new(o, "stderr_truncated", json_boolean(v->stderr_truncated));
+	json_object_set_new(o, "layers", layer_list(v->layers));
+	json_object_set_new(o, "degraded", layer_list(v->degraded));
+	json_object_set_new(o, "sandbox_id", json_string(v->sandbox_id));
+	if (v->setup.message[0]) {
+		json_object_set_new(o, "error", json_pack("{s:s, s:s, s:s, s:s?}",
+			"layer", v->setup.layer, "message", v->setup.message,
+			"reason", v->setup.code > 0 ? strerror(v->setup.code) : "",
+			"hint", v->setup.hint[0] ? v->setup.hint : NULL));
+	}
+	char *s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return s;
+}

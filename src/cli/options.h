@@ -1,0 +1,47 @@
+/* src/cli/options.h — `ward run` command line, parsed without side effects.
+ * Parsing only records; the policy is assembled later (defaults, then the
+ * policy file, then the flags), so flags always win. */
+#ifndef WARD_CLI_OPTIONS_H
+#define WARD_CLI_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ward/error.h"
+#include "ward/policy.h"
+
+enum { WARD_CLI_MAX_OVERRIDES = 128 };
+
+struct ward_cli_override {
+	const char *field;   /* ward_policy_set field */
+	const char *value;
+	const char *flag;    /* as the user typed it, for messages */
+};
+
+struct ward_cli_run {
+	const char *policy_file;
+	struct ward_cli_override overrides[WARD_CLI_MAX_OVERRIDES];
+	size_t n_overrides;
+	bool json;
+	bool quiet;
+	int verbose;
+	bool help;
+	bool version;
+	bool stdin;          /* relay ward's stdin to the program */
+	bool print_policy;   /* print the effective policy and exit */
+	char **argv;         /* the program and its arguments */
+};
+
+/* Parses argv (argv[0] is "run"). Returns 0 or -EINVAL with err naming the
+ * flag. No I/O. */
+int ward_cli_parse_run(int argc, char **argv, struct ward_cli_run *o, struct ward_error *err);
+
+/* Builds the effective policy: defaults, then o->policy_file (read here),
+ * then the flags in order. Returns 0 or -errno with err naming the field. */
+int ward_cli_build_policy(const struct ward_cli_run *o, struct ward_policy *p,
+			  struct ward_error *err);
+
+/* The usage text for `ward run`. */
+extern const char ward_cli_run_usage[];
+
+#endif

@@ -1,0 +1,137 @@
+/* src/cli/run.c — `ward run`: one program, one fresh sandbox.
+ * Exit status: the program's; 128+N for signal N; 125 when the sandbox
+ * could not be set up (the reason on stderr names the layer); 2 for usage
+ * errors. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "cgroup.h"
+#include "config.h"
+#include "options.h"
+#include "run.h"
+#include "ward/ward.h"
+
+enum { EXIT_USAGE = 2, EXIT_SETUP = 125 };
+
+static void print_error(const struct ward_error *err)
+{
+	char buf[1024];
+	fprintf(stderr, "ward: error: %s\n", ward_error_format(err, buf, sizeof(buf)));
+}
+
+static int exit_status(const struct ward_verdict *v)
+{
+	if (v->status == WARD_STATUS_SETUP_FAILED)
+		return EXIT_SETUP;
+	if (v->signal)
+		return 128 + v->signal;
+	return v->exit_code;
+}
+
+static void print_summary(const struct ward_cli_run *o, const struct ward_verdict *v)
+{
+	if (o->quiet)
+		return;
+	if (v->setup.message[0] && v->status != WARD_STATUS_SETUP_FAILED)
+		print_error(&v->setup); /* e.g. the program could not be executed */
+	if (v->limit)
+		fprintf(stderr, "ward: %s: %s limit (%llu) reached\n", ward_status_name(v->status),
+			v->limit, (unsigned long long)v->limit_value);
+	else if (v->status == WARD_STATUS_SIGNALED)
+		fprintf(stderr, "ward: killed by signal %d (%s)\n", v->signal, strsignal(v->signal));
+	if (o->verbose) {
+		fprintf(stderr, "ward: %s in %llu ms, sandbox %s", ward_status_name(v->status),
+			(unsigned long long)v->usage.wall_ms, v->sandbox_id);
+		for (int i = 0; i < WARD_LAYER_COUNT; i++)
+			if (v->degraded & (1u << i))
+				fprintf(stderr, ", %s degraded", ward_layer_name((enum ward_layer)i));
+		fputc('\n', stderr);
+	}
+}
+
+int ward_cli_run(int argc, char **argv)
+{
+	struct ward_cli_run *o = calloc(1, sizeof(*o));
+	struct ward_error err;
+	struct ward_policy policy;
+	memset(&policy, 0, sizeof(policy));
+	ward_error_clear(&err);
+	int status = EXIT_USAGE;
+	if (!o)
+		return EXIT_SETUP;
+	if (ward_cli_parse_run(argc, argv, o, &err) < 0) {
+		print_error(&err);
+		goto out;
+	}
+	if (o->help) {
+		fputs(ward_cli_run_usage, stdout);
+		status = 0;
+		goto out;
+	}
+	if (o->version) {
+		printf("ward %s\n", WARD_VERSION_STRING);
+		status = 0;
+		goto out;
+	}
+	if (ward_cli_build_policy(o, &policy, &err) < 0) {
+		print_error(&err);
+		goto out;
+	}
+	if (o->print_policy) {
+		char *s = ward_policy_to_json(&policy);
+		status = s ? 0 : EXIT_SETUP;
+		if (s)
+			puts(s);
+		free(s);
+		goto out;
+	}
+	/* Leftovers of supervisors that were killed are removed first. */
+	ward_cgroup_gc(NULL, NULL);
+
+	struct ward_run_options opts = {
+		.output = o->json ? WARD_OUTPUT_CAPTURE : WARD_OUTPUT_PASSTHROUGH,
+		.stdin_fd = o->stdin ? 0 : -1,
+		.verbose = o->verbose,
+	};
+	struct ward_verdict v;
+	ward_verdict_init(&v);
+	int r = ward_run(&policy, o->argv, &opts, &v, &err);
+	if (r < 0 && !o->json)
+		print_error(&err);
+	if (o->json) {
+		char *s = ward_verdict_to_json(&v);
+		if (s)
+			puts(s);
+		free(s);
+	} else {
+		print_summary(o, &v);
+	}
+	status = exit_status(&v);
+	ward_verdict_release(&v);
+out:
+	ward_policy_release(&policy);
+	free(o);
+	return status;
+}
+
+int ward_cli_gc(int argc, char **argv)
+{
+	(void)argv;
+	if (argc > 1) {
+		fputs("usage: ward gc\n\nRemoves cgroups left by ward supervisors that no longer run.\n",
+		      argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+			      ? stdout : stderr);
+		return argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? 0 : EXIT_USAGE;
+	}
+	struct ward_error err;
+	ward_error_clear(&err);
+	int n = ward_cgroup_gc(NULL, &err);
+	if (n < 0) {
+		print_error(&err);
+		return 1;
+	}
+	printf("ward: removed %d leftover sandbox%s\n", n, n == 1 ? "" : "es");
+	return 0;
+}
