@@ -10,6 +10,7 @@
  */
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -27,6 +28,7 @@ typedef int (*ward_layer_fn)(struct ward_plan *, struct ward_error *);
 /* In the init (PID 1), after the parent wrote the id maps and attached the
  * cgroup. Order matters; each line says why it sits where it does. */
 static const ward_layer_fn init_layers[] = {
+	ward_cgroupns_apply,      /* after the parent attached the cgroups: they become its root */
 	ward_mounts_open_sources, /* host creds still: open binds before any shadowing */
 	ward_userns_enter,        /* become the namespace's root: files we create need a mapped owner */
 	ward_mounts_apply,        /* proc needs the old root still visible: mounted before the pivot */
@@ -177,7 +179,7 @@ void ward_child_main(struct ward_plan *plan, int sync_fd, int report_fd)
 	if (report_fd < 0)
 		_exit(125);
 	rep.layers = plan->layers | (1u << WARD_LAYER_PID) | (1u << WARD_LAYER_IPC) |
-		     (1u << WARD_LAYER_CGROUPNS) | (1u << WARD_LAYER_TIME);
+		     (1u << WARD_LAYER_TIME);
 	plan->layers = rep.layers;
 
 	for (size_t i = 0; i < ARRAY_SIZE(init_layers); i++)

@@ -135,6 +135,7 @@ int ward_userns_write_maps(const struct ward_plan *plan, pid_t pid,
 int ward_mounts_open_sources(struct ward_plan *plan, struct ward_error *err);
 /* Takes the sandbox's own root identity inside the user namespace. */
 int ward_userns_enter(struct ward_plan *plan, struct ward_error *err);
+int ward_cgroupns_apply(struct ward_plan *plan, struct ward_error *err);
 int ward_mounts_apply(struct ward_plan *plan, struct ward_error *err);
 int ward_uts_apply(struct ward_plan *plan, struct ward_error *err);
 int ward_net_apply(struct ward_plan *plan, struct ward_error *err);

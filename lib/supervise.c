@@ -92,6 +92,7 @@ static int setup_cgroup(struct run *r, const char *id, struct ward_error *err)
 	    ward_cgroup_make_name(name, sizeof(name), id) == 0) {
 		struct ward_cgroup_limits lim = {
 			.memory = p->memory, .pids = p->pids, .cpus_milli = p->cpus_milli,
+			.lean = true,
 		};
 		rc = ward_cgroup_create(&r->cg, NULL, name, &lim, &cerr);
 	} else {
@@ -129,7 +130,7 @@ static int start_child(struct run *r, struct ward_error *err)
 	struct clone_args args;
 	memset(&args, 0, sizeof(args));
 	args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
-		     CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWTIME |
+		     CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWTIME |
 		     CLONE_PIDFD;
 	args.pidfd = (uint64_t)(uintptr_t)&r->pidfd;
 	args.exit_signal = SIGCHLD;

@@ -1,5 +1,6 @@
 /* tests/unit/t-cli.c — `ward run` option parsing, and flags over the policy
  * file over the defaults. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
