@@ -15,6 +15,7 @@ test_count=0
 test_failed=0
 : "${WARD:=$(cd "$(dirname "$0")/../.." && pwd)/build/src/ward}"
 : "${WARD_PROBE:=$(dirname "$WARD")/../tests/ward-probe}"
+WARD=$(realpath -m "$WARD"); WARD_PROBE=$(realpath -m "$WARD_PROBE")
 export WARD WARD_PROBE
 TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/ward-test.XXXXXX")
 chmod 755 "$TEST_TMP"

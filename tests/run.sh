@@ -70,7 +70,7 @@ suite() {
 	case $kind in
 	unit)
 		for t in "$build"/tests/t-*; do
-			[ -x "$t" ] && run_tap "$tag unit/$(basename "$t")" "${wrap[@]}" env "${envs[@]}" "$t"
+			[ -f "$t" ] && [ -x "$t" ] && run_tap "$tag unit/$(basename "$t")" "${wrap[@]}" env "${envs[@]}" "$t"
 		done ;;
 	fuzz)
 		for t in "$build"/tests/fuzz/*-replay; do

@@ -71,7 +71,8 @@ struct ward_policy {
 	struct ward_bind *binds;    /* --ro / --rw and policy "mounts" */
 	size_t n_binds;
 
-	char **env;                 /* "NAME=VALUE" strings, names unique */
+	char **env;                 /* "NAME=VALUE" strings, names unique;
+				       env[n_env] is NULL unless env is */
 	size_t n_env;
 
 	char *workdir;              /* default "/workspace" */
@@ -85,7 +86,11 @@ struct ward_policy {
 };
 
 /* Fills *p with the secure defaults (the environment gets PATH, HOME, LANG,
- * TMPDIR, ...). Returns 0 or -ENOMEM. */
+ * TMPDIR, ...; nothing from the host; see docs/policy.md). Returns 0 or
+ * -ENOMEM (then *p is zeroed). Parent-only: the functions below allocate;
+ * only ward_layer_name and ward_layer_from_name are child-safe.
+ * Policy errors carry code 0 and an empty layer: the message names the
+ * origin and the field ("policy.json: limits.memory: ..."). */
 int ward_policy_init(struct ward_policy *p, struct ward_error *err);
 
 /* Frees everything *p owns and leaves it zeroed. */
@@ -95,29 +100,60 @@ void ward_policy_release(struct ward_policy *p);
  * `source` names the document in messages ("policy.json"). Unknown fields,
  * wrong types and bad values are errors naming the field, e.g.
  * "policy.json: limits.memory: expected a size like \"256M\"".
- * On error *p is unchanged. */
+ * Scalars replace, "env" merges (null removes a name), "mounts" and
+ * "allow_degraded" add to what *p has. Syntax errors read
+ * "policy.json:3:15: invalid JSON: ..."; documents over 64 KiB or nested
+ * deeper than 8 levels are refused. Cross-field checks are left to
+ * ward_policy_validate, so flags applied afterwards can still fix them.
+ * Returns 0, -EINVAL or -ENOMEM. On error *p is unchanged. */
 int ward_policy_load_json(struct ward_policy *p, const char *buf, size_t len,
 			  const char *source, struct ward_error *err);
 
 /* Sets one field from a string, as the CLI flags do:
  *   "limits.memory" "256M"; "limits.pids" "64"; "limits.timeout" "1.5";
  *   "limits.cpu_time" "2"; "limits.cpus" "0.5"; "limits.workspace_size" "32M";
- *   "mounts.ro" "HOST[:INSIDE]"; "mounts.rw" "HOST[:INSIDE]";
- *   "env" "NAME=VALUE"; "workdir" "/dir"; "network" "none".
- * `source` names the origin ("--memory"). */
+ *   (every key of the JSON "limits" object works as "limits.<key>")
+ *   "mounts.ro" "HOST[:INSIDE]"; "mounts.rw" "HOST[:INSIDE]" (split at the
+ *   first ':'); "env" "NAME=VALUE"; "env.unset" "NAME"; "workdir" "/dir";
+ *   "hostname" "name"; "image" "host"; "network" "none";
+ *   "user.root" "true"|"false"; "cgroup.required" "true"|"false";
+ *   "allow_degraded" "landlock,cgroup" (adds).
+ * `source` names the origin ("--memory"); messages read
+ * "--memory: expected a size like \"256M\", got \"lots\"". Returns 0,
+ * -EINVAL or -ENOMEM; on error *p is unchanged. */
 int ward_policy_set(struct ward_policy *p, const char *field, const char *value,
 		    const char *source, struct ward_error *err);
 
-/* Whole-policy checks (cross-field). */
+/* Whole-policy checks, run once all files and flags are applied: every
+ * field's own rules again (for policies filled in by hand), plus workdir
+ * inside /workspace, /tmp or a mount, and cgroup.required not combined with
+ * a degradable cgroup. Messages read "policy: workdir: ...". 0 or -EINVAL
+ * (-ENOMEM never). */
 int ward_policy_validate(const struct ward_policy *p, struct ward_error *err);
 
 /* Serialises *p as a JSON object string (malloc'ed, caller frees); NULL on
- * ENOMEM. */
+ * ENOMEM (or when a hand-filled string is not UTF-8). The output is
+ * canonical (sizes and durations as exact strings, env sorted, defaults that
+ * were removed listed as null), so equal policies print the same bytes, and
+ * loading it onto a fresh ward_policy_init() policy gives *p back. */
 char *ward_policy_to_json(const struct ward_policy *p);
 
-/* "512M", "1G", "4096", "64k" -> bytes (binary units). 0 or -EINVAL/-ERANGE. */
+/* Deep copy: *dst (uninitialised storage) gets its own copies of every
+ * string and array; release it with ward_policy_release. 0 or -ENOMEM (then
+ * *dst is zeroed). */
+int ward_policy_copy(struct ward_policy *dst, const struct ward_policy *src,
+		     struct ward_error *err);
+
+/* True when a and b describe the same sandbox: every field equal, mounts in
+ * the same order, the same environment in any order. */
+bool ward_policy_equal(const struct ward_policy *a, const struct ward_policy *b);
+
+/* "512M", "1G", "4096", "64k", "1.5G" -> bytes (binary units k/K m/M g/G
+ * t/T; a fraction needs a unit and is rounded down). 0 or -EINVAL/-ERANGE
+ * (overflow, or a nonzero value that rounds to 0). */
 int ward_parse_size(const char *s, uint64_t *out);
-/* "1.5", "30", "250ms", "2s", "1m" -> milliseconds. 0 or -EINVAL/-ERANGE. */
+/* "1.5", "30", "250ms", "2s", "1m", "1h" -> milliseconds (a bare number is
+ * seconds). 0 or -EINVAL/-ERANGE, as ward_parse_size. */
 int ward_parse_duration_ms(const char *s, uint64_t *out);
 
 #ifdef __cplusplus

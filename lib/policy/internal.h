@@ -1,0 +1,107 @@
+/* lib/policy/internal.h — shared by the policy sources; not installed.
+ *
+ * parse.c turns strings into numbers and checked paths, policy.c owns the
+ * struct and the flag table, json.c maps documents onto both. Nothing here
+ * makes a syscall or exits. Every error is recorded with a `where` prefix the
+ * caller built ("policy.json: limits.memory" or "--memory"), so each message
+ * names its origin exactly once.
+ */
+#ifndef WARD_POLICY_INTERNAL_H
+#define WARD_POLICY_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ward/error.h"
+#include "ward/policy.h"
+
+enum {
+	WP_MAX_MOUNTS = 32,       /* the plan holds 80 mount ops; the image needs the rest */
+	WP_MAX_ENV = 256,
+	WP_MAX_ENV_NAME = 255,
+	WP_MAX_ENV_VALUE = 32768,
+	WP_MAX_PATH = 4095,       /* PATH_MAX without the NUL */
+	WP_MAX_DOC = 64 * 1024,
+	WP_MAX_DEPTH = 8,
+	WP_GOT_MAX = 80,          /* room for a quoted, truncated value in messages */
+	WP_WHERE_MAX = 320,       /* "<source>: <path>" */
+	WP_PATH_MAX = 192,        /* a dotted path; keys in it are cut at 64 bytes */
+};
+
+enum wp_kind {
+	WP_SIZE,      /* bytes: "512M", 4096 */
+	WP_COUNT,     /* a whole number */
+	WP_DURATION,  /* milliseconds: "250ms", "2s", 1.5 (seconds) */
+	WP_CPUS,      /* thousandths of a CPU: 0.5 -> 500 */
+};
+
+/* One numeric field of struct ward_policy, shared by the flag table and the
+ * "limits" object so both accept exactly the same values. */
+struct wp_limit {
+	const char *key;      /* the key under "limits"; the flag field is "limits.<key>" */
+	enum wp_kind kind;
+	size_t offset;        /* of a uint64_t in struct ward_policy */
+	uint64_t min, max;    /* inclusive */
+	const char *zero;     /* what 0 means ("no limit"), or NULL: 0 is out of range */
+};
+
+extern const struct wp_limit wp_limits[];
+extern const size_t wp_n_limits;
+const struct wp_limit *wp_limit_find(const char *key);
+
+/* --- errors (policy.c) --- */
+int wp_fail(struct ward_error *err, const char *where, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int wp_nomem(struct ward_error *err, const char *where);
+
+/* --- values (parse.c) --- */
+int wp_parse_count(const char *s, uint64_t *out);
+int wp_parse_cpus(const char *s, uint64_t *milli);
+int wp_parse_kind(enum wp_kind kind, const char *s, uint64_t *out);
+/* The canonical text of v ("512M", "30s", "0.5", "128"); buf >= 32 bytes.
+ * It parses back to v exactly. */
+char *wp_format(enum wp_kind kind, uint64_t v, char *buf, size_t len);
+const char *wp_expected(enum wp_kind kind);
+/* s in double quotes, control characters escaped, cut at ~60 bytes. */
+char *wp_quote(const char *s, char *buf, size_t len);
+bool wp_utf8_valid(const char *s);
+bool wp_env_name_valid(const char *s, size_t len);
+/* path == dir, or path lies below dir (both normal absolute paths). */
+bool wp_path_within(const char *path, const char *dir);
+/* Checks an absolute path. With out, stores a malloc'ed normal form (repeated
+ * and trailing slashes folded); without, s must already be in normal form. */
+int wp_path_check(const char *s, char **out, const char *where,
+		  struct ward_error *err);
+int wp_check_host(const char *path, const char *where, struct ward_error *err);
+int wp_check_inside(const char *path, const char *where, struct ward_error *err);
+int wp_check_hostname(const char *s, const char *where, struct ward_error *err);
+
+/* --- setters (policy.c): each validates fully before touching *p --- */
+int wp_limit_apply(struct ward_policy *p, const struct wp_limit *l, int rc,
+		   uint64_t v, const char *got, const char *where,
+		   struct ward_error *err);
+int wp_limit_set_str(struct ward_policy *p, const struct wp_limit *l,
+		     const char *s, const char *got, const char *where,
+		     struct ward_error *err);
+int wp_bind_add(struct ward_policy *p, const char *host, const char *inside,
+		bool writable, const char *where_host, const char *where_inside,
+		struct ward_error *err);
+/* value NULL removes the variable. */
+int wp_env_set(struct ward_policy *p, const char *name, const char *value,
+	       const char *where, struct ward_error *err);
+int wp_degrade_add(struct ward_policy *p, const char *name, const char *where,
+		   struct ward_error *err);
+int wp_set_workdir(struct ward_policy *p, const char *s, const char *where,
+		   struct ward_error *err);
+int wp_set_hostname(struct ward_policy *p, const char *s, const char *where,
+		    struct ward_error *err);
+int wp_set_image(struct ward_policy *p, const char *s, const char *where,
+		 struct ward_error *err);
+int wp_set_network(struct ward_policy *p, const char *s, const char *where,
+		   struct ward_error *err);
+
+/* The environment a fresh policy starts with, NULL-terminated. */
+extern const char *const wp_default_env[];
+
+#endif

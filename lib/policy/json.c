@@ -1,0 +1,628 @@
+/* lib/policy/json.c — JSON policy documents onto a policy, and back.
+ *
+ * Documents are untrusted: size and nesting are bounded before jansson sees
+ * them, unknown keys are errors (a typo must never silently fall back to a
+ * default), and the document is applied to a copy so a failure leaves the
+ * caller's policy untouched. Values go through the same setters as the CLI
+ * flags, so both accept exactly the same things. No syscalls beyond what
+ * jansson does on a buffer.
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "policy/internal.h"
+
+struct ctx {
+	struct ward_policy *p;
+	const char *source;     /* "policy.json" */
+	struct ward_error *err;
+};
+
+typedef int (*json_fn)(struct ctx *c, const char *path, json_t *v);
+
+struct key {
+	const char *name;
+	json_fn fn;
+};
+
+/* "policy.json: limits.memory"; the document itself when path is empty. */
+static const char *where_of(const struct ctx *c, const char *path, char *buf,
+			    size_t len)
+{
+	if (path[0])
+		snprintf(buf, len, "%s: %s", c->source, path);
+	else
+		snprintf(buf, len, "%s", c->source);
+	return buf;
+}
+
+/* Appends a key to a dotted path. Keys are untrusted: control characters
+ * become '?' and long keys are cut, so the message stays readable. */
+static const char *path_key(char *dst, size_t len, const char *parent,
+			    const char *key)
+{
+	enum { KEY_SHOWN = 64 };
+	size_t o = (size_t)snprintf(dst, len, "%s%s", parent, parent[0] ? "." : "");
+	for (size_t i = 0; key[i] && o + 4 < len; i++, o++) {
+		if (i == KEY_SHOWN) {
+			memcpy(dst + o, "...", 3);
+			o += 3;
+			break;
+		}
+		unsigned char ch = (unsigned char)key[i];
+		dst[o] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+	}
+	dst[o < len ? o : len - 1] = '\0';
+	return dst;
+}
+
+static const char *path_index(char *dst, size_t len, const char *parent, size_t i)
+{
+	snprintf(dst, len, "%s[%zu]", parent, i);
+	return dst;
+}
+
+/* The value as the message shows it (always written into buf): strings
+ * quoted, numbers as jansson prints them, containers by kind. */
+static const char *got_of(json_t *v, char *buf, size_t len)
+{
+	static const char *const kinds[] = {
+		[JSON_OBJECT] = "an object", [JSON_ARRAY] = "an array",
+		[JSON_TRUE] = "true", [JSON_FALSE] = "false", [JSON_NULL] = "null",
+	};
+	if (json_is_string(v))
+		return wp_quote(json_string_value(v), buf, len);
+	if (json_is_integer(v)) {
+		snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	} else if (json_is_real(v)) {
+		/* jansson formats reals without the locale's decimal comma */
+		char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(10));
+		ward_strlcpy(buf, s ? s : "a number", len);
+		free(s);
+	} else {
+		ward_strlcpy(buf, kinds[json_typeof(v)], len);
+	}
+	return buf;
+}
+
+static int type_error(struct ctx *c, const char *path, const char *expected,
+		      json_t *v)
+{
+	char where[WP_WHERE_MAX], got[WP_GOT_MAX];
+	return wp_fail(c->err, where_of(c, path, where, sizeof(where)),
+		       "expected %s, got %s", expected, got_of(v, got, sizeof(got)));
+}
+
+static int unknown_key(struct ctx *c, const char *path, const char *const *names,
+		       size_t n, size_t stride)
+{
+	char where[WP_WHERE_MAX], hint[WARD_ERROR_HINT_MAX] = "known fields: ";
+	int r = wp_fail(c->err, where_of(c, path, where, sizeof(where)),
+			"unknown field");
+	for (size_t i = 0; i < n; i++) {
+		const char *name = *(const char *const *)(const void *)
+			((const char *)names + i * stride);
+		ward_strlcat(hint, name, sizeof(hint));
+		if (i + 1 < n)
+			ward_strlcat(hint, ", ", sizeof(hint));
+	}
+	ward_error_hint(c->err, hint);
+	return r;
+}
+
+static int walk(struct ctx *c, const char *path, json_t *obj,
+		const struct key *keys, size_t n)
+{
+	const char *k;
+	json_t *v;
+	if (!json_is_object(obj))
+		return type_error(c, path, "an object", obj);
+	json_object_foreach(obj, k, v) {
+		char sub[WP_PATH_MAX];
+		const struct key *h = NULL;
+		path_key(sub, sizeof(sub), path, k);
+		for (size_t i = 0; !h && i < n; i++)
+			if (strcmp(k, keys[i].name) == 0)
+				h = &keys[i];
+		if (!h)
+			return unknown_key(c, sub, &keys[0].name, n, sizeof(keys[0]));
+		int r = h->fn(c, sub, v);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* --- limits --- */
+
+/* A JSON real as fixed-point text for the shared parsers ("1.500000"),
+ * formatted by hand so LC_NUMERIC cannot turn the point into a comma. */
+static int real_to_text(double x, char *buf, size_t len)
+{
+	if (!(x >= 0))
+		return -EINVAL;
+	if (x >= 1e15)
+		return -ERANGE;
+	uint64_t whole = (uint64_t)x;
+	uint64_t frac = (uint64_t)((x - (double)whole) * 1e6 + 0.5);
+	if (frac >= 1000000) {
+		whole++;
+		frac -= 1000000;
+	}
+	if (whole == 0 && frac == 0 && x > 0)
+		return -ERANGE;  /* too small to show; never let it mean "none" */
+	snprintf(buf, len, "%" PRIu64 ".%06" PRIu64, whole, frac);
+	return 0;
+}
+
+/* Which JSON types each kind takes: sizes and durations as text ("512M",
+ * "250ms"), durations and CPUs as fractional numbers, counts only whole. */
+static int limit_json(struct ctx *c, const char *path, const struct wp_limit *l,
+		      json_t *v)
+{
+	char where[WP_WHERE_MAX], got[WP_GOT_MAX], text[48];
+	bool text_ok = l->kind == WP_SIZE || l->kind == WP_DURATION;
+	bool real_ok = l->kind == WP_DURATION || l->kind == WP_CPUS;
+	int rc = -EINVAL;
+
+	where_of(c, path, where, sizeof(where));
+	got_of(v, got, sizeof(got));
+	if (json_is_string(v) && text_ok)
+		return wp_limit_set_str(c->p, l, json_string_value(v), got, where, c->err);
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		return wp_limit_set_str(c->p, l, text, got, where, c->err);
+	}
+	if (json_is_real(v) && real_ok) {
+		rc = real_to_text(json_real_value(v), text, sizeof(text));
+		if (rc == 0)
+			return wp_limit_set_str(c->p, l, text, got, where, c->err);
+	}
+	return wp_limit_apply(c->p, l, rc, 0, got, where, c->err);
+}
+
+static int j_limits(struct ctx *c, const char *path, json_t *obj)
+{
+	const char *k;
+	json_t *v;
+	if (!json_is_object(obj))
+		return type_error(c, path, "an object", obj);
+	json_object_foreach(obj, k, v) {
+		char sub[WP_PATH_MAX];
+		const struct wp_limit *l = wp_limit_find(k);
+		path_key(sub, sizeof(sub), path, k);
+		if (!l)
+			return unknown_key(c, sub, &wp_limits[0].key, wp_n_limits,
+					   sizeof(wp_limits[0]));
+		int r = limit_json(c, sub, l, v);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* --- mounts --- */
+
+/* Names only: a mount is applied as a whole, not key by key. */
+static const struct key mount_keys[] = {
+	{ "host", NULL }, { "inside", NULL }, { "writable", NULL },
+};
+
+static int mount_json(struct ctx *c, const char *path, json_t *m)
+{
+	char sub[WP_PATH_MAX], wh[WP_WHERE_MAX], wi[WP_WHERE_MAX];
+	const char *k;
+	json_t *v, *host, *inside, *writable;
+
+	if (!json_is_object(m))
+		return type_error(c, path, "an object", m);
+	/* check every key and type first, then apply the mount as a whole */
+	json_object_foreach(m, k, v) {
+		size_t i = 0;
+		while (i < ARRAY_SIZE(mount_keys) && strcmp(k, mount_keys[i].name))
+			i++;
+		path_key(sub, sizeof(sub), path, k);
+		if (i == ARRAY_SIZE(mount_keys))
+			return unknown_key(c, sub, &mount_keys[0].name,
+					   ARRAY_SIZE(mount_keys), sizeof(mount_keys[0]));
+		bool flag = strcmp(k, "writable") == 0;
+		if (flag ? !json_is_boolean(v) : !json_is_string(v))
+			return type_error(c, sub, flag ? "true or false" : "a string", v);
+	}
+	host = json_object_get(m, "host");
+	inside = json_object_get(m, "inside");
+	writable = json_object_get(m, "writable");
+	if (!host)
+		return wp_fail(c->err, where_of(c, path, wh, sizeof(wh)),
+			       "missing required field \"host\"");
+	if (c->p->n_binds >= WP_MAX_MOUNTS)
+		return wp_fail(c->err, where_of(c, path, wh, sizeof(wh)),
+			       "too many mounts (at most %d)", WP_MAX_MOUNTS);
+	where_of(c, path_key(sub, sizeof(sub), path, "host"), wh, sizeof(wh));
+	where_of(c, path_key(sub, sizeof(sub), path, "inside"), wi, sizeof(wi));
+	return wp_bind_add(c->p, json_string_value(host),
+			   inside ? json_string_value(inside) : NULL,
+			   writable && json_is_true(writable), wh,
+			   inside ? wi : wh, c->err);
+}
+
+static int j_mounts(struct ctx *c, const char *path, json_t *arr)
+{
+	size_t i;
+	json_t *m;
+	if (!json_is_array(arr))
+		return type_error(c, path, "an array of mounts", arr);
+	json_array_foreach(arr, i, m) {
+		char sub[WP_PATH_MAX];
+		int r = mount_json(c, path_index(sub, sizeof(sub), path, i), m);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* --- env, strings, small objects --- */
+
+static int j_env(struct ctx *c, const char *path, json_t *obj)
+{
+	const char *k;
+	json_t *v;
+	if (!json_is_object(obj))
+		return type_error(c, path, "an object of NAME: \"VALUE\" pairs", obj);
+	json_object_foreach(obj, k, v) {
+		char sub[WP_PATH_MAX], where[WP_WHERE_MAX];
+		/* a bad name is reported on "env", since it is no field name */
+		bool named = wp_env_name_valid(k, strlen(k));
+		path_key(sub, sizeof(sub), path, k);
+		if (named && !json_is_string(v) && !json_is_null(v))
+			return type_error(c, sub, "a string or null", v);
+		where_of(c, named ? sub : path, where, sizeof(where));
+		int r = wp_env_set(c->p, k, json_is_string(v) ? json_string_value(v) : NULL,
+				   where, c->err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+typedef int (*string_setter)(struct ward_policy *p, const char *s,
+			     const char *where, struct ward_error *err);
+
+static int string_field(struct ctx *c, const char *path, json_t *v,
+			string_setter fn)
+{
+	char where[WP_WHERE_MAX];
+	if (!json_is_string(v))
+		return type_error(c, path, "a string", v);
+	return fn(c->p, json_string_value(v), where_of(c, path, where, sizeof(where)),
+		  c->err);
+}
+
+static int j_workdir(struct ctx *c, const char *path, json_t *v)
+{
+	return string_field(c, path, v, wp_set_workdir);
+}
+
+static int j_hostname(struct ctx *c, const char *path, json_t *v)
+{
+	return string_field(c, path, v, wp_set_hostname);
+}
+
+static int j_image(struct ctx *c, const char *path, json_t *v)
+{
+	return string_field(c, path, v, wp_set_image);
+}
+
+static int j_net_mode(struct ctx *c, const char *path, json_t *v)
+{
+	return string_field(c, path, v, wp_set_network);
+}
+
+static int bool_field(struct ctx *c, const char *path, json_t *v, bool *slot)
+{
+	if (!json_is_boolean(v))
+		return type_error(c, path, "true or false", v);
+	*slot = json_is_true(v);
+	return 0;
+}
+
+static int j_user_root(struct ctx *c, const char *path, json_t *v)
+{
+	return bool_field(c, path, v, &c->p->root_inside);
+}
+
+static int j_cgroup_required(struct ctx *c, const char *path, json_t *v)
+{
+	return bool_field(c, path, v, &c->p->require_cgroup);
+}
+
+static const struct key network_keys[] = { { "mode", j_net_mode } };
+static const struct key user_keys[] = { { "root", j_user_root } };
+static const struct key cgroup_keys[] = { { "required", j_cgroup_required } };
+
+static int j_network(struct ctx *c, const char *path, json_t *v)
+{
+	return walk(c, path, v, network_keys, ARRAY_SIZE(network_keys));
+}
+
+static int j_user(struct ctx *c, const char *path, json_t *v)
+{
+	return walk(c, path, v, user_keys, ARRAY_SIZE(user_keys));
+}
+
+static int j_cgroup(struct ctx *c, const char *path, json_t *v)
+{
+	return walk(c, path, v, cgroup_keys, ARRAY_SIZE(cgroup_keys));
+}
+
+static int j_degraded(struct ctx *c, const char *path, json_t *arr)
+{
+	size_t i;
+	json_t *v;
+	if (!json_is_array(arr))
+		return type_error(c, path, "an array of layer names", arr);
+	json_array_foreach(arr, i, v) {
+		char sub[WP_PATH_MAX], where[WP_WHERE_MAX];
+		path_index(sub, sizeof(sub), path, i);
+		if (!json_is_string(v))
+			return type_error(c, sub, "a layer name", v);
+		int r = wp_degrade_add(c->p, json_string_value(v),
+				       where_of(c, sub, where, sizeof(where)), c->err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static const struct key top_keys[] = {
+	{ "limits", j_limits },
+	{ "mounts", j_mounts },
+	{ "env", j_env },
+	{ "workdir", j_workdir },
+	{ "hostname", j_hostname },
+	{ "image", j_image },
+	{ "network", j_network },
+	{ "user", j_user },
+	{ "cgroup", j_cgroup },
+	{ "allow_degraded", j_degraded },
+};
+
+/* --- loading --- */
+
+/* jansson recurses once per level (up to 2048); the schema needs 3. Counting
+ * brackets outside strings first keeps hostile nesting away from it. */
+static int check_depth(const struct ctx *c, const char *buf, size_t len)
+{
+	int depth = 0, line = 1, col = 0;
+	bool in_str = false, esc = false;
+	for (size_t i = 0; i < len; i++) {
+		char ch = buf[i];
+		col++;
+		if (ch == '\n') {
+			line++;
+			col = 0;
+		}
+		if (in_str) {
+			if (esc)
+				esc = false;
+			else if (ch == '\\')
+				esc = true;
+			else if (ch == '"')
+				in_str = false;
+		} else if (ch == '"') {
+			in_str = true;
+		} else if (ch == '[' || ch == '{') {
+			if (++depth > WP_MAX_DEPTH)
+				return ward_error_set(c->err, 0, NULL,
+						      "%s:%d:%d: nesting deeper than %d levels",
+						      c->source, line, col, WP_MAX_DEPTH);
+		} else if ((ch == ']' || ch == '}') && depth > 0) {
+			depth--;
+		}
+	}
+	return 0;
+}
+
+static json_t *parse(const struct ctx *c, const char *buf, size_t len, int *r)
+{
+	json_error_t je;
+	json_t *root;
+
+	*r = 0;
+	if (len > WP_MAX_DOC) {
+		*r = wp_fail(c->err, c->source,
+			     "document is %zu bytes, more than the limit of %d KiB",
+			     len, WP_MAX_DOC / 1024);
+		return NULL;
+	}
+	if ((*r = check_depth(c, buf, len)) < 0)
+		return NULL;
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root) {
+		enum json_error_code code = json_error_code(&je);
+		/* jansson's text names its own flag here; say what is wrong */
+		bool nul = code == json_error_null_character ||
+			   code == json_error_null_byte_in_key;
+		if (code == json_error_out_of_memory)
+			*r = wp_nomem(c->err, c->source);
+		else
+			*r = ward_error_set(c->err, 0, NULL, "%s:%d:%d: invalid JSON: %s",
+					    c->source, je.line, je.column,
+					    nul ? "strings must not contain \\u0000" : je.text);
+	}
+	return root;
+}
+
+WARD_EXPORT int ward_policy_load_json(struct ward_policy *p, const char *buf,
+				      size_t len, const char *source,
+				      struct ward_error *err)
+{
+	struct ctx c = { .source = source ? source : "policy", .err = err };
+	struct ward_policy copy;
+	json_t *root;
+	int r;
+
+	if (!p)
+		return wp_fail(err, c.source, "no policy given");
+	root = parse(&c, buf ? buf : "", buf ? len : 0, &r);
+	if (!root)
+		return r;
+	if (!json_is_object(root)) {
+		r = type_error(&c, "", "a JSON object at the top level", root);
+		json_decref(root);
+		return r;
+	}
+	r = ward_policy_copy(&copy, p, err);
+	if (r == 0) {
+		c.p = &copy;
+		r = walk(&c, "", root, top_keys, ARRAY_SIZE(top_keys));
+		if (r < 0) {
+			ward_policy_release(&copy);
+		} else {
+			ward_policy_release(p);
+			*p = copy;
+		}
+	}
+	json_decref(root);
+	return r;
+}
+
+/* --- serialising --- */
+
+/* Adds key: value, taking the reference; jansson drops value on failure, so
+ * one flag collects every failure (ENOMEM) for the end. */
+static void put(json_t *obj, const char *key, json_t *v, bool *ok)
+{
+	if (json_object_set_new(obj, key, v) < 0)
+		*ok = false;
+}
+
+static json_t *limits_json(const struct ward_policy *p, bool *ok)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; o && i < wp_n_limits; i++) {
+		const struct wp_limit *l = &wp_limits[i];
+		uint64_t v = *(const uint64_t *)(const void *)((const char *)p + l->offset);
+		char text[32];
+		json_t *j;
+		if (l->kind == WP_COUNT || (l->kind == WP_CPUS && v % 1000 == 0))
+			j = json_integer((json_int_t)(l->kind == WP_CPUS ? v / 1000 : v));
+		else if (l->kind == WP_CPUS)
+			j = json_real((double)v / 1000.0);
+		else
+			j = json_string(wp_format(l->kind, v, text, sizeof(text)));
+		put(o, l->key, j, ok);
+	}
+	return o;
+}
+
+static json_t *mounts_json(const struct ward_policy *p, bool *ok)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < p->n_binds; i++) {
+		json_t *m = json_object();
+		if (m) {
+			put(m, "host", json_string(p->binds[i].host), ok);
+			put(m, "inside", json_string(p->binds[i].inside), ok);
+			put(m, "writable", json_boolean(p->binds[i].writable), ok);
+		}
+		if (json_array_append_new(a, m) < 0)
+			*ok = false;
+	}
+	return a;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void put_entry(json_t *o, const char *entry, bool *ok)
+{
+	const char *eq = strchr(entry, '=');
+	char *name = eq ? strndup(entry, (size_t)(eq - entry)) : NULL;
+	if (name)
+		put(o, name, json_string(eq + 1), ok);
+	else if (eq)
+		*ok = false;
+	free(name);
+}
+
+/* The variables sorted (order carries no meaning, and equal policies must
+ * print the same bytes for audit digests), then null for each default the
+ * policy removed: the output is an overlay on the defaults, so loading it
+ * onto a fresh policy gives this one back. */
+static json_t *env_json(const struct ward_policy *p, bool *ok)
+{
+	json_t *o = json_object();
+	char **sorted = p->n_env ? malloc(p->n_env * sizeof(*sorted)) : NULL;
+	if (!o || (p->n_env && !sorted)) {
+		free(sorted);
+		*ok = false;
+		return o;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < p->n_env; i++)
+		if (p->env[i])
+			sorted[n++] = p->env[i];
+	if (n)
+		qsort(sorted, n, sizeof(*sorted), cmp_entry);
+	for (size_t i = 0; i < n; i++)
+		put_entry(o, sorted[i], ok);
+	free(sorted);
+	for (size_t i = 0; wp_default_env[i]; i++) {
+		const char *d = wp_default_env[i];
+		size_t len = strcspn(d, "=");
+		char name[64];
+		ward_strlcpy(name, d, len + 1);
+		if (!json_object_get(o, name))
+			put(o, name, json_null(), ok);
+	}
+	return o;
+}
+
+static json_t *degraded_json(const struct ward_policy *p, bool *ok)
+{
+	json_t *a = json_array();
+	for (int i = 0; a && i < WARD_LAYER_COUNT; i++)
+		if ((p->allow_degrade & (1u << i)) &&
+		    json_array_append_new(a, json_string(ward_layer_name((enum ward_layer)i))) < 0)
+			*ok = false;
+	return a;
+}
+
+static json_t *one(const char *key, json_t *v, bool *ok)
+{
+	json_t *o = json_object();
+	if (o)
+		put(o, key, v, ok);
+	else
+		json_decref(v);
+	return o;
+}
+
+WARD_EXPORT char *ward_policy_to_json(const struct ward_policy *p)
+{
+	bool ok = true;
+	char *out = NULL;
+	json_t *root = json_object();
+	if (!root)
+		return NULL;
+	put(root, "limits", limits_json(p, &ok), &ok);
+	put(root, "mounts", mounts_json(p, &ok), &ok);
+	put(root, "env", env_json(p, &ok), &ok);
+	put(root, "workdir", json_string(p->workdir ? p->workdir : ""), &ok);
+	put(root, "hostname", json_string(p->hostname ? p->hostname : ""), &ok);
+	put(root, "image", json_string(p->image ? p->image : ""), &ok);
+	put(root, "network", one("mode", json_string("none"), &ok), &ok);
+	put(root, "user", one("root", json_boolean(p->root_inside), &ok), &ok);
+	put(root, "cgroup", one("required", json_boolean(p->require_cgroup), &ok), &ok);
+	put(root, "allow_degraded", degraded_json(p, &ok), &ok);
+	if (ok)
+		out = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+	json_decref(root);
+	return out;
+}

@@ -1,0 +1,418 @@
+/* lib/policy/parse.c — strings to numbers, checked paths and names.
+ *
+ * Pure functions over memory: no syscalls, no exits, and no locale, so "1.5"
+ * means the same under every LC_NUMERIC (numbers are parsed digit by digit,
+ * never with strtod). The only allocation is the normal form of a path.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "policy/internal.h"
+
+#define KiB (UINT64_C(1) << 10)
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+#define TiB (UINT64_C(1) << 40)
+
+struct unit {
+	const char *suffix;
+	uint64_t mult;       /* in the kind's base unit (bytes, ms, milli-CPUs) */
+};
+
+/* Binary units only: "1G" is 2^30 bytes, as cgroups and tmpfs count them. */
+static const struct unit size_units[] = {
+	{ "", 1 },
+	{ "k", KiB }, { "K", KiB }, { "m", MiB }, { "M", MiB },
+	{ "g", GiB }, { "G", GiB }, { "t", TiB }, { "T", TiB },
+};
+/* A bare number is seconds, matching the JSON number form. */
+static const struct unit duration_units[] = {
+	{ "", 1000 }, { "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
+};
+static const struct unit cpu_units[] = { { "", 1000 } };
+static const struct unit count_units[] = { { "", 1 } };
+
+/* Six digits keep fraction * mult below 2^64 for the largest unit (2^40). */
+enum { FRAC_DIGITS_MAX = 6 };
+
+static const struct unit *find_unit(const char *s, const struct unit *units,
+				    size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(s, units[i].suffix) == 0)
+			return &units[i];
+	return NULL;
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* DIGITS ["." DIGITS] [UNIT] -> value in base units. The fraction is rounded
+ * down to a whole base unit and needs a unit larger than the base ("1.5"
+ * bytes means nothing). A nonzero value that rounds to 0 is -ERANGE, so a
+ * tiny limit can never turn into "no limit". Syntax errors win over
+ * overflow so "99999999999999999999x" is -EINVAL. */
+static int parse_fixed(const char *s, const struct unit *units, size_t n,
+		       uint64_t *out)
+{
+	uint64_t whole = 0, frac = 0, scale = 1, v;
+	bool nonzero = false, overflow = false;
+	const char *q = s;
+
+	if (!s || !is_digit(*q))
+		return -EINVAL;
+	for (; is_digit(*q); q++) {
+		unsigned d = (unsigned)(*q - '0');
+		nonzero |= d != 0;
+		overflow |= __builtin_mul_overflow(whole, 10, &whole);
+		overflow |= __builtin_add_overflow(whole, d, &whole);
+	}
+	if (*q == '.') {
+		if (!is_digit(*++q))
+			return -EINVAL;
+		for (int k = 0; is_digit(*q); q++, k++) {
+			if (k == FRAC_DIGITS_MAX)
+				return -EINVAL;
+			frac = frac * 10 + (unsigned)(*q - '0');
+			scale *= 10;
+			nonzero |= *q != '0';
+		}
+	}
+	const struct unit *u = find_unit(q, units, n);
+	if (!u || (scale > 1 && u->mult == 1))
+		return -EINVAL;
+	if (overflow || __builtin_mul_overflow(whole, u->mult, &v) ||
+	    __builtin_add_overflow(v, frac * u->mult / scale, &v))
+		return -ERANGE;
+	if (v == 0 && nonzero)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+WARD_EXPORT int ward_parse_size(const char *s, uint64_t *out)
+{
+	return parse_fixed(s, size_units, ARRAY_SIZE(size_units), out);
+}
+
+WARD_EXPORT int ward_parse_duration_ms(const char *s, uint64_t *out)
+{
+	return parse_fixed(s, duration_units, ARRAY_SIZE(duration_units), out);
+}
+
+int wp_parse_count(const char *s, uint64_t *out)
+{
+	return parse_fixed(s, count_units, ARRAY_SIZE(count_units), out);
+}
+
+int wp_parse_cpus(const char *s, uint64_t *milli)
+{
+	return parse_fixed(s, cpu_units, ARRAY_SIZE(cpu_units), milli);
+}
+
+int wp_parse_kind(enum wp_kind kind, const char *s, uint64_t *out)
+{
+	switch (kind) {
+	case WP_SIZE:
+		return ward_parse_size(s, out);
+	case WP_DURATION:
+		return ward_parse_duration_ms(s, out);
+	case WP_CPUS:
+		return wp_parse_cpus(s, out);
+	case WP_COUNT:
+		break;
+	}
+	return wp_parse_count(s, out);
+}
+
+/* The largest unit that divides v exactly, so the text parses back to v. */
+static char *format_units(uint64_t v, const struct unit *units, size_t n,
+			  char *buf, size_t len)
+{
+	for (size_t i = n; i-- > 0;) {
+		if (units[i].mult > 1 && v % units[i].mult == 0) {
+			snprintf(buf, len, "%" PRIu64 "%s", v / units[i].mult,
+				 units[i].suffix);
+			return buf;
+		}
+	}
+	snprintf(buf, len, "%" PRIu64, v);
+	return buf;
+}
+
+char *wp_format(enum wp_kind kind, uint64_t v, char *buf, size_t len)
+{
+	static const struct unit sizes_up[] = {
+		{ "K", KiB }, { "M", MiB }, { "G", GiB }, { "T", TiB },
+	};
+	static const struct unit durations_up[] = {
+		{ "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
+	};
+	if (v == 0 || kind == WP_COUNT) {
+		snprintf(buf, len, "%" PRIu64, v);
+	} else if (kind == WP_SIZE) {
+		format_units(v, sizes_up, ARRAY_SIZE(sizes_up), buf, len);
+	} else if (kind == WP_DURATION) {
+		if (v % 1000)
+			snprintf(buf, len, "%" PRIu64 "ms", v);
+		else
+			format_units(v, durations_up, ARRAY_SIZE(durations_up),
+				     buf, len);
+	} else {
+		/* thousandths: "0.5", "0.01", "2" */
+		char frac[8];
+		unsigned f = (unsigned)(v % 1000);
+		snprintf(frac, sizeof(frac), ".%03u", f);
+		size_t i = strnlen(frac, sizeof(frac));
+		while (f && i > 2 && frac[i - 1] == '0')
+			frac[--i] = '\0';
+		snprintf(buf, len, "%" PRIu64 "%s", v / 1000, f ? frac : "");
+	}
+	return buf;
+}
+
+const char *wp_expected(enum wp_kind kind)
+{
+	switch (kind) {
+	case WP_SIZE:
+		return "a size like \"256M\"";
+	case WP_DURATION:
+		return "a duration like \"30s\" or \"250ms\"";
+	case WP_CPUS:
+		return "a number of CPUs like 0.5";
+	case WP_COUNT:
+		break;
+	}
+	return "a whole number";
+}
+
+/* Messages quote untrusted text: escape what could drive a terminal and cut
+ * long values (never inside a UTF-8 sequence) so the field name survives. */
+char *wp_quote(const char *s, char *buf, size_t len)
+{
+	enum { SHOWN = 60 };
+	size_t o = 0, limit = len > 8 ? len - 8 : 0;
+	if (len < 8) {
+		if (len)
+			buf[0] = '\0';
+		return buf;
+	}
+	if (limit > SHOWN)
+		limit = SHOWN;
+	buf[o++] = '"';
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		/* past the limit, finish a sequence (3 more bytes at most: the
+		 * text may not be UTF-8 at all) and stop */
+		bool cont = (*c & 0xc0) == 0x80;
+		if (o >= limit && (!cont || o >= limit + 3)) {
+			memcpy(buf + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (*c < 0x20 || *c == 0x7f) {
+			snprintf(buf + o, len - o, "\\x%02x", *c);
+			o += 4;
+		} else if (*c == '"' || *c == '\\') {
+			buf[o++] = '\\';
+			buf[o++] = (char)*c;
+		} else {
+			buf[o++] = (char)*c;
+		}
+	}
+	buf[o++] = '"';
+	buf[o] = '\0';
+	return buf;
+}
+
+/* Strict UTF-8 (no overlong forms, surrogates or code points past U+10FFFF):
+ * every string must survive the trip through JSON, which requires it. */
+bool wp_utf8_valid(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	while (*s) {
+		unsigned c = *s, cp, min;
+		size_t n;
+		if (c < 0x80) {
+			s++;
+			continue;
+		} else if ((c & 0xe0) == 0xc0) {
+			n = 1, cp = c & 0x1f, min = 0x80;
+		} else if ((c & 0xf0) == 0xe0) {
+			n = 2, cp = c & 0x0f, min = 0x800;
+		} else if ((c & 0xf8) == 0xf0) {
+			n = 3, cp = c & 0x07, min = 0x10000;
+		} else {
+			return false;
+		}
+		for (size_t i = 1; i <= n; i++) {
+			if ((s[i] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (s[i] & 0x3fu);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		s += n + 1;
+	}
+	return true;
+}
+
+bool wp_env_name_valid(const char *s, size_t len)
+{
+	if (len == 0 || len > WP_MAX_ENV_NAME || is_digit(s[0]))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (!(c == '_' || is_digit(c) || (c >= 'a' && c <= 'z') ||
+		      (c >= 'A' && c <= 'Z')))
+			return false;
+	}
+	return true;
+}
+
+bool wp_path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (n == 1 && dir[0] == '/')
+		return path[0] == '/';
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Rejects what could escape or confuse a mount: relative paths, "." and ".."
+ * (the kernel would resolve them against the host or the new root), control
+ * characters, and text that cannot round-trip through JSON. */
+static int path_scan(const char *s, const char *where, struct ward_error *err)
+{
+	char q[WP_GOT_MAX];
+	size_t len = strlen(s);
+
+	if (s[0] != '/')
+		return wp_fail(err, where, "expected an absolute path, got %s",
+			       wp_quote(s, q, sizeof(q)));
+	if (len > WP_MAX_PATH)
+		return wp_fail(err, where, "path is longer than %d bytes",
+			       WP_MAX_PATH);
+	if (!wp_utf8_valid(s))
+		return wp_fail(err, where, "path must be valid UTF-8, got %s",
+			       wp_quote(s, q, sizeof(q)));
+	for (const char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return wp_fail(err, where,
+				       "path must not contain control characters, got %s",
+				       wp_quote(s, q, sizeof(q)));
+	for (const char *c = s; *c;) {
+		size_t n = strcspn(c, "/");
+		if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return wp_fail(err, where,
+				       "path must not contain \".\" or \"..\" components, got %s",
+				       wp_quote(s, q, sizeof(q)));
+		c += n;
+		c += strspn(c, "/");
+	}
+	return 0;
+}
+
+int wp_path_check(const char *s, char **out, const char *where,
+		  struct ward_error *err)
+{
+	char q[WP_GOT_MAX];
+	int r = path_scan(s, where, err);
+	if (r < 0)
+		return r;
+	if (!out) {
+		size_t len = strlen(s);
+		if (strstr(s, "//") || (len > 1 && s[len - 1] == '/'))
+			return wp_fail(err, where,
+				       "path must be in normal form (no repeated or trailing \"/\"), got %s",
+				       wp_quote(s, q, sizeof(q)));
+		return 0;
+	}
+	char *d = malloc(strlen(s) + 1);
+	if (!d)
+		return wp_nomem(err, where);
+	size_t o = 0;
+	for (const char *c = s; *c; c++)
+		if (*c != '/' || (o == 0 || d[o - 1] != '/'))
+			d[o++] = *c;
+	if (o > 1 && d[o - 1] == '/')
+		o--;
+	d[o] = '\0';
+	*out = d;
+	return 0;
+}
+
+struct reserved {
+	const char *dir;
+	const char *why;
+};
+
+/* Host paths that would hand the sandbox a view of the host kernel's state. */
+static const struct reserved host_reserved[] = {
+	{ "/proc", "is a host kernel interface" },
+	{ "/sys", "is a host kernel interface" },
+	{ "/dev", "is a host kernel interface" },
+};
+
+/* Inside paths ward builds itself or takes from the image (read-only, so a
+ * mount point below them could not even be created). */
+static const struct reserved inside_reserved[] = {
+	{ "/proc", "is managed by ward" },
+	{ "/sys", "is managed by ward" },
+	{ "/dev", "is managed by ward" },
+	{ "/etc", "belongs to the image" },
+	{ "/usr", "belongs to the image" },
+	{ "/bin", "belongs to the image" },
+	{ "/sbin", "belongs to the image" },
+	{ "/lib", "belongs to the image" },
+	{ "/lib32", "belongs to the image" },
+	{ "/lib64", "belongs to the image" },
+	{ "/libx32", "belongs to the image" },
+};
+
+int wp_check_host(const char *path, const char *where, struct ward_error *err)
+{
+	char q[WP_GOT_MAX];
+	if (strcmp(path, "/") == 0)
+		return wp_fail(err, where,
+			       "cannot share the whole host filesystem (\"/\"); bind a specific directory");
+	for (size_t i = 0; i < ARRAY_SIZE(host_reserved); i++)
+		if (wp_path_within(path, host_reserved[i].dir))
+			return wp_fail(err, where, "cannot share %s from the host: %s %s",
+				       wp_quote(path, q, sizeof(q)),
+				       host_reserved[i].dir, host_reserved[i].why);
+	return 0;
+}
+
+int wp_check_inside(const char *path, const char *where, struct ward_error *err)
+{
+	char q[WP_GOT_MAX];
+	if (strcmp(path, "/") == 0)
+		return wp_fail(err, where, "cannot mount over \"/\": the root is the image");
+	for (size_t i = 0; i < ARRAY_SIZE(inside_reserved); i++)
+		if (wp_path_within(path, inside_reserved[i].dir))
+			return wp_fail(err, where, "cannot mount over %s: %s %s",
+				       wp_quote(path, q, sizeof(q)),
+				       inside_reserved[i].dir, inside_reserved[i].why);
+	return 0;
+}
+
+/* One RFC 1123 label: what sethostname and every resolver accept. */
+int wp_check_hostname(const char *s, const char *where, struct ward_error *err)
+{
+	char q[WP_GOT_MAX];
+	size_t len = strlen(s);
+	bool ok = len >= 1 && len <= 63 && s[0] != '-' && s[len - 1] != '-';
+	for (size_t i = 0; ok && i < len; i++) {
+		char c = s[i];
+		ok = c == '-' || is_digit(c) || (c >= 'a' && c <= 'z') ||
+		     (c >= 'A' && c <= 'Z');
+	}
+	if (!ok)
+		return wp_fail(err, where,
+			       "expected a hostname of 1 to 63 letters, digits and \"-\" (not first or last), got %s",
+			       wp_quote(s, q, sizeof(q)));
+	return 0;
+}

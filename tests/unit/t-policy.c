@@ -1,0 +1,800 @@
+/* tests/unit/t-policy.c — the policy library: defaults, every field, every
+ * kind of bad value with its exact message, and the guarantees the header
+ * makes (unchanged on error, to_json round trip). Pure memory; runs in
+ * milliseconds.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ward/policy.h"
+#include "tap.h"
+
+#define MiB (UINT64_C(1) << 20)
+
+static struct ward_error err;
+
+static int load(struct ward_policy *p, const char *json)
+{
+	ward_error_clear(&err);
+	return ward_policy_load_json(p, json, strlen(json), "policy.json", &err);
+}
+
+static int set(struct ward_policy *p, const char *field, const char *value,
+	       const char *source)
+{
+	ward_error_clear(&err);
+	return ward_policy_set(p, field, value, source, &err);
+}
+
+static const char *env_get(const struct ward_policy *p, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < p->n_env; i++)
+		if (strncmp(p->env[i], name, n) == 0 && p->env[i][n] == '=')
+			return p->env[i] + n + 1;
+	return NULL;
+}
+
+/* A test name on one TAP line. */
+static const char *oneline(const char *s)
+{
+	static char buf[64];
+	size_t i = 0;
+	for (; s[i] && i + 1 < sizeof(buf); i++)
+		buf[i] = s[i] == '\n' ? ' ' : s[i];
+	buf[i] = '\0';
+	return buf;
+}
+
+/* Loads json onto fresh defaults: it must fail with exactly msg and leave
+ * the policy as it was. */
+static void json_fails(const char *json, const char *msg)
+{
+	struct ward_policy p, d;
+	ward_policy_init(&p, &err);
+	ward_policy_init(&d, &err);
+	int r = load(&p, json);
+	ok(r == -EINVAL && ward_policy_equal(&p, &d), "rejected, unchanged: %s", oneline(json));
+	is_str(err.message, msg, "  message");
+	ward_policy_release(&p);
+	ward_policy_release(&d);
+}
+
+static void set_fails(const char *field, const char *value, const char *source,
+		      const char *msg)
+{
+	struct ward_policy p, d;
+	ward_policy_init(&p, &err);
+	ward_policy_init(&d, &err);
+	int r = set(&p, field, value, source);
+	ok(r == -EINVAL && ward_policy_equal(&p, &d), "%s %.40s rejected, unchanged",
+	   field, value);
+	is_str(err.message, msg, "  message");
+	ward_policy_release(&p);
+	ward_policy_release(&d);
+}
+
+static void test_layers(void)
+{
+	static const char *const names[] = {
+		"userns", "mount", "pid", "net", "ipc", "uts", "cgroupns", "time",
+		"cgroup", "rlimits", "privileges", "landlock", "seccomp", "env",
+	};
+	int good = 1;
+	for (int i = 0; i < WARD_LAYER_COUNT; i++) {
+		const char *n = ward_layer_name((enum ward_layer)i);
+		good &= n && strcmp(n, names[i]) == 0 && ward_layer_from_name(n) == i;
+	}
+	ok(good, "all %d layer names map both ways", WARD_LAYER_COUNT);
+	ok(ward_layer_name(WARD_LAYER_COUNT) == NULL, "no name past the last layer");
+	is_int(ward_layer_from_name("nope"), -1, "unknown layer name");
+	is_int(ward_layer_from_name(NULL), -1, "NULL layer name");
+}
+
+static void test_defaults(void)
+{
+	struct ward_policy p;
+	is_int(ward_policy_init(&p, &err), 0, "init");
+	is_int(p.n_binds, 0, "no binds");
+	is_str(p.workdir, "/workspace", "workdir");
+	is_str(p.hostname, "sandbox", "hostname");
+	is_str(p.image, "host", "image");
+	is_int(p.net, WARD_NET_NONE, "network none");
+	ok(!p.root_inside && !p.require_cgroup && p.allow_degrade == 0,
+	   "not root, cgroup not required, nothing degrades");
+	is_int(p.n_env, 9, "nine variables");
+	is_str(env_get(&p, "PATH"), "/usr/local/bin:/usr/bin:/bin", "PATH");
+	is_str(env_get(&p, "HOME"), "/workspace", "HOME");
+	is_str(env_get(&p, "LANG"), "C.UTF-8", "LANG");
+	is_str(env_get(&p, "TMPDIR"), "/tmp", "TMPDIR");
+	ok(strcmp(env_get(&p, "USER"), "sandbox") == 0 &&
+	   strcmp(env_get(&p, "LOGNAME"), "sandbox") == 0, "USER, LOGNAME");
+	is_str(env_get(&p, "SHELL"), "/bin/sh", "SHELL");
+	is_str(env_get(&p, "MPLCONFIGDIR"), "/tmp/matplotlib", "MPLCONFIGDIR");
+	is_str(env_get(&p, "PYTHONDONTWRITEBYTECODE"), "1", "PYTHONDONTWRITEBYTECODE");
+	ok(p.env[p.n_env] == NULL, "env is NULL-terminated");
+	is_int(ward_policy_validate(&p, &err), 0, "defaults validate");
+	ward_policy_release(&p);
+	ok(p.env == NULL && p.workdir == NULL && p.n_env == 0, "release zeroes");
+	ward_policy_release(&p);
+	ok(1, "release twice is harmless");
+}
+
+static void test_parse_size(void)
+{
+	static const struct { const char *s; int rc; uint64_t v; } cases[] = {
+		{ "0", 0, 0 }, { "4096", 0, 4096 }, { "64k", 0, 65536 },
+		{ "64K", 0, 65536 }, { "512M", 0, 512 * MiB }, { "1g", 0, 1024 * MiB },
+		{ "1.5G", 0, 1536 * MiB }, { "2T", 0, UINT64_C(2) << 40 },
+		{ "0.5k", 0, 512 }, { "0.1K", 0, 102 }, { "007", 0, 7 },
+		{ "", -EINVAL, 0 }, { "lots", -EINVAL, 0 }, { "-1", -EINVAL, 0 },
+		{ "+1", -EINVAL, 0 }, { " 1", -EINVAL, 0 }, { "1 G", -EINVAL, 0 },
+		{ "1GB", -EINVAL, 0 }, { "1MiB", -EINVAL, 0 }, { "1.5", -EINVAL, 0 },
+		{ ".5G", -EINVAL, 0 }, { "5.G", -EINVAL, 0 }, { "1e3", -EINVAL, 0 },
+		{ "1.1234567G", -EINVAL, 0 }, { "1P", -EINVAL, 0 },
+		{ "18446744073709551616", -ERANGE, 0 }, { "16777216T", -ERANGE, 0 },
+		{ "0.000001K", -ERANGE, 0 }, { "99999999999999999999x", -EINVAL, 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 0;
+		int rc = ward_parse_size(cases[i].s, &v);
+		ok(rc == cases[i].rc && v == cases[i].v, "size \"%s\" -> %d %llu",
+		   cases[i].s, cases[i].rc, (unsigned long long)cases[i].v);
+	}
+	ok(ward_parse_size(NULL, &(uint64_t){ 0 }) == -EINVAL, "size NULL");
+}
+
+static void test_parse_duration(void)
+{
+	static const struct { const char *s; int rc; uint64_t v; } cases[] = {
+		{ "30", 0, 30000 }, { "1.5", 0, 1500 }, { "0.001", 0, 1 },
+		{ "250ms", 0, 250 }, { "2s", 0, 2000 }, { "1m", 0, 60000 },
+		{ "1.5m", 0, 90000 }, { "1h", 0, 3600000 }, { "0", 0, 0 },
+		{ "1.5ms", -EINVAL, 0 }, { "2M", -EINVAL, 0 }, { "1d", -EINVAL, 0 },
+		{ "s", -EINVAL, 0 }, { "", -EINVAL, 0 }, { "1 s", -EINVAL, 0 },
+		{ "0.0001", -ERANGE, 0 }, { "9999999999999999999h", -ERANGE, 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 0;
+		int rc = ward_parse_duration_ms(cases[i].s, &v);
+		ok(rc == cases[i].rc && v == cases[i].v, "duration \"%s\" -> %d %llu",
+		   cases[i].s, cases[i].rc, (unsigned long long)cases[i].v);
+	}
+}
+
+/* One row per limit: default; a good flag value; a malformed and an out of
+ * range flag value; a good JSON value; a JSON value of the wrong type; an out
+ * of range JSON value. Messages are exact. */
+struct limit_case {
+	const char *key, *flag;
+	uint64_t def;
+	const char *good; uint64_t good_v;
+	const char *bad, *bad_msg;
+	const char *range, *range_msg;
+	const char *jgood; uint64_t jgood_v;
+	const char *jtype, *jtype_msg;
+	const char *jrange, *jrange_msg;
+};
+
+#define PJ "policy.json: limits."
+static const struct limit_case limit_cases[] = {
+	{ "memory", "--memory", 512 * MiB,
+	  "256M", 256 * MiB,
+	  "lots", "--memory: expected a size like \"256M\", got \"lots\"",
+	  "1M", "--memory: must be between 4M and 1T, got \"1M\"",
+	  "1073741824", 1024 * MiB,
+	  "true", PJ "memory: expected a size like \"256M\", got true",
+	  "\"2T\"", PJ "memory: must be between 4M and 1T, got \"2T\"" },
+	{ "pids", "--pids", 128,
+	  "64", 64,
+	  "12k", "--pids: expected a whole number, got \"12k\"",
+	  "0", "--pids: must be between 1 and 65536, got \"0\"",
+	  "256", 256,
+	  "\"64\"", PJ "pids: expected a whole number, got \"64\"",
+	  "100000", PJ "pids: must be between 1 and 65536, got 100000" },
+	{ "timeout", "--timeout", 30000,
+	  "1.5", 1500,
+	  "soon", "--timeout: expected a duration like \"30s\" or \"250ms\", got \"soon\"",
+	  "25h", "--timeout: must be between 1ms and 24h, got \"25h\"",
+	  "2.5", 2500,
+	  "[1]", PJ "timeout: expected a duration like \"30s\" or \"250ms\", got an array",
+	  "0", PJ "timeout: must be between 1ms and 24h, got 0" },
+	{ "cpu_time", "--cpu-time", 0,
+	  "2", 2000,
+	  "2x", "--cpu-time: expected a duration like \"30s\" or \"250ms\", got \"2x\"",
+	  "0.0001", "--cpu-time: must be 0 (no limit) or between 1ms and 24h, got \"0.0001\"",
+	  "\"250ms\"", 250,
+	  "null", PJ "cpu_time: expected a duration like \"30s\" or \"250ms\", got null",
+	  "90000", PJ "cpu_time: must be 0 (no limit) or between 1ms and 24h, got 90000" },
+	{ "cpus", "--cpus", 0,
+	  "0.5", 500,
+	  "half", "--cpus: expected a number of CPUs like 0.5, got \"half\"",
+	  "2000", "--cpus: must be 0 (no limit) or between 0.01 and 1024, got \"2000\"",
+	  "1.25", 1250,
+	  "\"2\"", PJ "cpus: expected a number of CPUs like 0.5, got \"2\"",
+	  "0.001", PJ "cpus: must be 0 (no limit) or between 0.01 and 1024, got 0.001" },
+	{ "workspace_size", "--workspace-size", 64 * MiB,
+	  "32M", 32 * MiB,
+	  "32MB", "--workspace-size: expected a size like \"256M\", got \"32MB\"",
+	  "512k", "--workspace-size: must be between 1M and 1T, got \"512k\"",
+	  "\"1G\"", 1024 * MiB,
+	  "1.5", PJ "workspace_size: expected a size like \"256M\", got 1.5",
+	  "-1", PJ "workspace_size: expected a size like \"256M\", got -1" },
+	{ "workspace_inodes", "--workspace-inodes", 16384,
+	  "1000", 1000,
+	  "-1", "--workspace-inodes: expected a whole number, got \"-1\"",
+	  "10", "--workspace-inodes: must be between 64 and 16777216, got \"10\"",
+	  "4096", 4096,
+	  "1.5", PJ "workspace_inodes: expected a whole number, got 1.5",
+	  "99999999", PJ "workspace_inodes: must be between 64 and 16777216, got 99999999" },
+	{ "tmp_size", "--tmp-size", 64 * MiB,
+	  "128M", 128 * MiB,
+	  "1.5", "--tmp-size: expected a size like \"256M\", got \"1.5\"",
+	  "0", "--tmp-size: must be between 1M and 1T, got \"0\"",
+	  "2097152", 2 * MiB,
+	  "{}", PJ "tmp_size: expected a size like \"256M\", got an object",
+	  "\"1025G\"", PJ "tmp_size: must be between 1M and 1T, got \"1025G\"" },
+	{ "tmp_inodes", "--tmp-inodes", 16384,
+	  "64", 64,
+	  "many", "--tmp-inodes: expected a whole number, got \"many\"",
+	  "63", "--tmp-inodes: must be between 64 and 16777216, got \"63\"",
+	  "100", 100,
+	  "\"1k\"", PJ "tmp_inodes: expected a whole number, got \"1k\"",
+	  "16777217", PJ "tmp_inodes: must be between 64 and 16777216, got 16777217" },
+	{ "nofile", "--nofile", 1024,
+	  "4096", 4096,
+	  "", "--nofile: expected a whole number, got \"\"",
+	  "8", "--nofile: must be between 16 and 1048576, got \"8\"",
+	  "65536", 65536,
+	  "false", PJ "nofile: expected a whole number, got false",
+	  "2000000", PJ "nofile: must be between 16 and 1048576, got 2000000" },
+	{ "file_size", "--file-size", 0,
+	  "10M", 10 * MiB,
+	  "10 M", "--file-size: expected a size like \"256M\", got \"10 M\"",
+	  "2T", "--file-size: must be 0 (the workspace size) or between 1 and 1T, got \"2T\"",
+	  "\"1G\"", 1024 * MiB,
+	  "{}", PJ "file_size: expected a size like \"256M\", got an object",
+	  "\"99999999999999999999\"",
+	  PJ "file_size: must be 0 (the workspace size) or between 1 and 1T, got \"99999999999999999999\"" },
+	{ "stack", "--stack", 8 * MiB,
+	  "16M", 16 * MiB,
+	  "big", "--stack: expected a size like \"256M\", got \"big\"",
+	  "64k", "--stack: must be between 128K and 1G, got \"64k\"",
+	  "1048576", MiB,
+	  "true", PJ "stack: expected a size like \"256M\", got true",
+	  "\"2G\"", PJ "stack: must be between 128K and 1G, got \"2G\"" },
+	{ "output", "--output-limit", 16 * MiB,
+	  "1M", MiB,
+	  "1.5", "--output-limit: expected a size like \"256M\", got \"1.5\"",
+	  "100", "--output-limit: must be between 1K and 1G, got \"100\"",
+	  "\"64K\"", 65536,
+	  "[]", PJ "output: expected a size like \"256M\", got an array",
+	  "0", PJ "output: must be between 1K and 1G, got 0" },
+};
+
+static uint64_t *limit_field(struct ward_policy *p, const char *key)
+{
+	static const struct { const char *key; size_t off; } map[] = {
+#define F(k, f) { k, offsetof(struct ward_policy, f) }
+		F("memory", memory), F("pids", pids), F("timeout", timeout_ms),
+		F("cpu_time", cpu_time_ms), F("cpus", cpus_milli),
+		F("workspace_size", workspace_size), F("workspace_inodes", workspace_inodes),
+		F("tmp_size", tmp_size), F("tmp_inodes", tmp_inodes), F("nofile", nofile),
+		F("file_size", fsize), F("stack", stack), F("output", output_limit),
+#undef F
+	};
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (strcmp(map[i].key, key) == 0)
+			return (uint64_t *)(void *)((char *)p + map[i].off);
+	return NULL;
+}
+
+static void test_limit(const struct limit_case *c)
+{
+	struct ward_policy p;
+	char field[64], json[256];
+	ward_policy_init(&p, &err);
+	snprintf(field, sizeof(field), "limits.%s", c->key);
+	is_int(*limit_field(&p, c->key), c->def, "%s default", c->key);
+	ok(set(&p, field, c->good, c->flag) == 0 &&
+	   *limit_field(&p, c->key) == c->good_v, "%s %s", c->flag, c->good);
+	set_fails(field, c->bad, c->flag, c->bad_msg);
+	set_fails(field, c->range, c->flag, c->range_msg);
+	snprintf(json, sizeof(json), "{\"limits\": {\"%s\": %s}}", c->key, c->jgood);
+	ok(load(&p, json) == 0 && *limit_field(&p, c->key) == c->jgood_v, "%s", json);
+	snprintf(json, sizeof(json), "{\"limits\": {\"%s\": %s}}", c->key, c->jtype);
+	json_fails(json, c->jtype_msg);
+	snprintf(json, sizeof(json), "{\"limits\": {\"%s\": %s}}", c->key, c->jrange);
+	json_fails(json, c->jrange_msg);
+	ward_policy_release(&p);
+}
+
+static void test_limits_misc(void)
+{
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	ok(load(&p, "{\"limits\": {\"cpu_time\": 5, \"cpus\": 2}}") == 0 &&
+	   p.cpu_time_ms == 5000 && p.cpus_milli == 2000, "integer seconds and CPUs");
+	ok(load(&p, "{\"limits\": {\"cpu_time\": 0, \"cpus\": 0, \"file_size\": 0}}") == 0 &&
+	   p.cpu_time_ms == 0 && p.cpus_milli == 0 && p.fsize == 0, "0 switches limits off");
+	ok(set(&p, "limits.cpus", "0.015", "--cpus") == 0 && p.cpus_milli == 15,
+	   "CPUs to a thousandth");
+	ok(set(&p, "limits.timeout", "1m", "--timeout") == 0 && p.timeout_ms == 60000,
+	   "timeout in minutes");
+	ok(load(&p, "{\"limits\": {\"timeout\": 0.0015}}") == 0 && p.timeout_ms == 1,
+	   "fractional milliseconds round down");
+	json_fails("{\"limits\": {\"timeout\": 1e300}}",
+		   PJ "timeout: must be between 1ms and 24h, got 1e300");
+	json_fails("{\"limits\": {\"cpu_time\": 0.0000001}}",
+		   PJ "cpu_time: must be 0 (no limit) or between 1ms and 24h, got 1e-7");
+	json_fails("{\"limits\": 5}", "policy.json: limits: expected an object, got 5");
+	ward_policy_release(&p);
+}
+
+static void test_unknown_keys(void)
+{
+	json_fails("{\"limit\": {}}", "policy.json: limit: unknown field");
+	is_str(err.hint, "known fields: limits, mounts, env, workdir, hostname, image, "
+	       "network, user, cgroup, allow_degraded", "  hint lists the fields");
+	json_fails("{\"limits\": {\"memroy\": \"1G\"}}", PJ "memroy: unknown field");
+	has_str(err.hint, "memory, pids, timeout", "  hint lists the limits");
+	json_fails("{\"mounts\": [{\"host\": \"/a\", \"hots\": \"/b\"}]}",
+		   "policy.json: mounts[0].hots: unknown field");
+	is_str(err.hint, "known fields: host, inside, writable", "  hint for mounts");
+	json_fails("{\"network\": {\"allow\": []}}", "policy.json: network.allow: unknown field");
+	json_fails("{\"user\": {\"uid\": 0}}", "policy.json: user.uid: unknown field");
+	json_fails("{\"cgroup\": {\"path\": \"/x\"}}", "policy.json: cgroup.path: unknown field");
+	json_fails("{\"a\\u0001b\": 1}", "policy.json: a?b: unknown field");
+	json_fails("{\"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk\": 1}",
+		   "policy.json: kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...: unknown field");
+}
+
+static void test_syntax(void)
+{
+	json_fails("{\n  \"limits\": {\n    \"memory\": ]\n}",
+		   "policy.json:3:15: invalid JSON: unexpected token near ']'");
+	json_fails("", "policy.json:1:0: invalid JSON: '[' or '{' expected near end of file");
+	json_fails("{\"workdir\": \"/tmp\", \"workdir\": \"/tmp\"}",
+		   "policy.json:1:29: invalid JSON: duplicate object key near '\"workdir\"'");
+	json_fails("{} x", "policy.json:1:4: invalid JSON: end of file expected near 'x'");
+	json_fails("[1]", "policy.json: expected a JSON object at the top level, got an array");
+	json_fails("{\"mounts\": [[[[[[[[]]]]]]]]}",
+		   "policy.json:1:19: nesting deeper than 8 levels");
+	json_fails("{\"x\": [[[[[[[]]]]]]]}", "policy.json: x: unknown field");
+	json_fails("{\"env\": {\"A\": \"\\u0000\"}}",
+		   "policy.json:1:22: invalid JSON: strings must not contain \\u0000");
+
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	ok(load(&p, "{\"env\": {\"BRACKETS\": \"[[[[[[[[[[{{{{{{{{\"}}") == 0,
+	   "brackets inside strings do not count as nesting");
+	size_t big = 64 * 1024 + 1;
+	char *doc = malloc(big);
+	memset(doc, ' ', big);
+	doc[0] = '{';
+	doc[big - 1] = '}';
+	ok(ward_policy_load_json(&p, doc, big, "big.json", &err) == -EINVAL, "oversized document");
+	is_str(err.message, "big.json: document is 65537 bytes, more than the limit of 64 KiB",
+	       "  message");
+	ok(ward_policy_load_json(&p, doc, big - 1, "big.json", &err) == -EINVAL &&
+	   strstr(err.message, "big.json:1:65536: invalid JSON") != NULL,
+	   "64 KiB is parsed: %s", err.message);
+	free(doc);
+	ok(ward_policy_load_json(&p, NULL, 0, NULL, &err) == -EINVAL &&
+	   strncmp(err.message, "policy:1:0: invalid JSON", 24) == 0, "NULL buffer: %s", err.message);
+	ward_policy_release(&p);
+}
+#undef PJ
+
+static void test_mounts_json(void)
+{
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	ok(load(&p, "{\"mounts\": [{\"host\": \"/srv/data\", \"inside\": \"/data\"},"
+		    " {\"host\": \"/home/u//out/\", \"writable\": true},"
+		    " {\"host\": \"/srv/lib\", \"inside\": \"/library\", \"writable\": false}]}") == 0,
+	   "three mounts");
+	is_int(p.n_binds, 3, "  count");
+	ok(strcmp(p.binds[0].host, "/srv/data") == 0 && strcmp(p.binds[0].inside, "/data") == 0 &&
+	   !p.binds[0].writable, "  explicit inside, read-only by default");
+	ok(strcmp(p.binds[1].host, "/home/u/out") == 0 &&
+	   strcmp(p.binds[1].inside, "/home/u/out") == 0 && p.binds[1].writable,
+	   "  inside defaults to host, slashes folded, writable");
+	ok(strcmp(p.binds[2].inside, "/library") == 0, "  /library is not /lib");
+	ok(load(&p, "{\"mounts\": [{\"host\": \"/srv/more\", \"inside\": \"/more\"}]}") == 0 &&
+	   p.n_binds == 4, "a second document adds mounts");
+	ward_policy_release(&p);
+}
+
+#define PM "policy.json: mounts[0]"
+static void test_mounts_json_errors(void)
+{
+	json_fails("{\"mounts\": {}}", "policy.json: mounts: expected an array of mounts, got an object");
+	json_fails("{\"mounts\": [\"/data\"]}", PM ": expected an object, got \"/data\"");
+	json_fails("{\"mounts\": [{\"inside\": \"/x\"}]}", PM ": missing required field \"host\"");
+	json_fails("{\"mounts\": [{\"host\": 5}]}", PM ".host: expected a string, got 5");
+	json_fails("{\"mounts\": [{\"host\": \"/a\", \"inside\": null}]}",
+		   PM ".inside: expected a string, got null");
+	json_fails("{\"mounts\": [{\"host\": \"/a\", \"writable\": \"yes\"}]}",
+		   PM ".writable: expected true or false, got \"yes\"");
+	json_fails("{\"mounts\": [{\"host\": \"data\"}]}",
+		   PM ".host: expected an absolute path, got \"data\"");
+	json_fails("{\"mounts\": [{\"host\": \"/a\", \"inside\": \"/b/../etc\"}]}",
+		   PM ".inside: path must not contain \".\" or \"..\" components, got \"/b/../etc\"");
+	json_fails("{\"mounts\": [{\"host\": \"/a/./b\"}]}",
+		   PM ".host: path must not contain \".\" or \"..\" components, got \"/a/./b\"");
+	json_fails("{\"mounts\": [{\"host\": \"/a\\nb\"}]}",
+		   PM ".host: path must not contain control characters, got \"/a\\x0ab\"");
+	json_fails("{\"mounts\": [{\"host\": \"/\", \"inside\": \"/host\"}]}",
+		   PM ".host: cannot share the whole host filesystem (\"/\"); bind a specific directory");
+	json_fails("{\"mounts\": [{\"host\": \"/sys/fs\", \"inside\": \"/x\"}]}",
+		   PM ".host: cannot share \"/sys/fs\" from the host: /sys is a host kernel interface");
+	json_fails("{\"mounts\": [{\"host\": \"/proc\", \"inside\": \"/x\"}]}",
+		   PM ".host: cannot share \"/proc\" from the host: /proc is a host kernel interface");
+	json_fails("{\"mounts\": [{\"host\": \"/a\", \"inside\": \"//\"}]}",
+		   PM ".inside: cannot mount over \"/\": the root is the image");
+	json_fails("{\"mounts\": [{\"host\": \"/a\", \"inside\": \"/etc\"}]}",
+		   PM ".inside: cannot mount over \"/etc\": /etc belongs to the image");
+	json_fails("{\"mounts\": [{\"host\": \"/a\", \"inside\": \"/usr/local/data\"}]}",
+		   PM ".inside: cannot mount over \"/usr/local/data\": /usr belongs to the image");
+	json_fails("{\"mounts\": [{\"host\": \"/a\", \"inside\": \"/lib64/x\"}]}",
+		   PM ".inside: cannot mount over \"/lib64/x\": /lib64 belongs to the image");
+	json_fails("{\"mounts\": [{\"host\": \"/a\", \"inside\": \"/dev/shm\"}]}",
+		   PM ".inside: cannot mount over \"/dev/shm\": /dev is managed by ward");
+	json_fails("{\"mounts\": [{\"host\": \"/a\", \"inside\": \"/data\"},"
+		   " {\"host\": \"/b\", \"inside\": \"/data/\"}]}",
+		   "policy.json: mounts[1].inside: \"/data\" is already mounted");
+	json_fails("{\"mounts\": [{\"host\": \"/a\"}, {\"host\": \"/a\"}]}",
+		   "policy.json: mounts[1].host: \"/a\" is already mounted");
+	json_fails("{\"mounts\": [{\"host\": \"/a\", \"inside\": \"/data/out\"},"
+		   " {\"host\": \"/b\", \"inside\": \"/data\"}]}",
+		   "policy.json: mounts[1].inside: \"/data\" would hide \"/data/out\", "
+		   "which is mounted before it; list it first");
+}
+#undef PM
+
+static void test_mounts_limit(void)
+{
+	char doc[4096];
+	size_t o = (size_t)snprintf(doc, sizeof(doc), "{\"mounts\": [");
+	for (int i = 0; i <= 32; i++)
+		o += (size_t)snprintf(doc + o, sizeof(doc) - o, "%s{\"host\": \"/m%d\"}",
+				      i ? ", " : "", i);
+	snprintf(doc + o, sizeof(doc) - o, "]}");
+	json_fails(doc, "policy.json: mounts[32]: too many mounts (at most 32)");
+}
+
+static void test_mounts_flags(void)
+{
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	ok(set(&p, "mounts.ro", "/srv/data:/data", "--ro") == 0 && p.n_binds == 1 &&
+	   strcmp(p.binds[0].host, "/srv/data") == 0 &&
+	   strcmp(p.binds[0].inside, "/data") == 0 && !p.binds[0].writable, "--ro HOST:INSIDE");
+	ok(set(&p, "mounts.rw", "/srv/out", "--rw") == 0 && p.n_binds == 2 &&
+	   strcmp(p.binds[1].inside, "/srv/out") == 0 && p.binds[1].writable, "--rw HOST");
+	ok(set(&p, "mounts.ro", "/x:/data", "--ro") == -EINVAL &&
+	   strcmp(err.message, "--ro: \"/data\" is already mounted") == 0 && p.n_binds == 2,
+	   "flag clashes with an earlier mount: %s", err.message);
+	ward_policy_release(&p);
+	set_fails("mounts.ro", "", "--ro", "--ro: expected HOST[:INSIDE], got \"\"");
+	set_fails("mounts.ro", "/a:", "--ro", "--ro: expected HOST[:INSIDE], got \"/a:\"");
+	set_fails("mounts.ro", ":/a", "--ro", "--ro: expected HOST[:INSIDE], got \":/a\"");
+	set_fails("mounts.rw", "/a:/proc", "--rw", "--rw: cannot mount over \"/proc\": /proc is managed by ward");
+	set_fails("mounts.rw", "/a:rel", "--rw", "--rw: expected an absolute path, got \"rel\"");
+	set_fails("mounts.ro", "/a\xff", "--ro", "--ro: path must be valid UTF-8, got \"/a\xff\"");
+}
+
+static void test_env(void)
+{
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	ok(load(&p, "{\"env\": {\"FOO\": \"bar\", \"HOME\": \"/tmp\", \"LANG\": null,"
+		    " \"GONE\": null, \"_x1\": \"\"}}") == 0, "env object");
+	is_str(env_get(&p, "FOO"), "bar", "  added");
+	ok(strcmp(p.env[1], "HOME=/tmp") == 0, "  replaced in place");
+	ok(env_get(&p, "LANG") == NULL && p.n_env == 10, "  null removes; removing a missing name is fine");
+	is_str(env_get(&p, "_x1"), "", "  empty value");
+	ok(p.env[p.n_env] == NULL, "  still NULL-terminated");
+	ok(set(&p, "env", "FOO=a=b", "--env") == 0, "--env NAME=VALUE");
+	is_str(env_get(&p, "FOO"), "a=b", "  value keeps later '='");
+	ok(set(&p, "env.unset", "PATH", "--unset-env") == 0 && env_get(&p, "PATH") == NULL,
+	   "env.unset removes");
+	ward_policy_release(&p);
+
+	json_fails("{\"env\": []}", "policy.json: env: expected an object of NAME: \"VALUE\" pairs, got an array");
+	json_fails("{\"env\": {\"A-B\": \"x\"}}",
+		   "policy.json: env: invalid variable name \"A-B\": use letters, digits and \"_\", not starting with a digit");
+	json_fails("{\"env\": {\"\": \"x\"}}",
+		   "policy.json: env: invalid variable name \"\": use letters, digits and \"_\", not starting with a digit");
+	json_fails("{\"env\": {\"A\": true}}", "policy.json: env.A: expected a string or null, got true");
+	set_fails("env", "FOO", "--env", "--env: expected NAME=VALUE, got \"FOO\"");
+	set_fails("env", "=x", "--env", "--env: expected NAME=VALUE, got \"=x\"");
+	set_fails("env", "1X=y", "--env",
+		  "--env: invalid variable name \"1X\": use letters, digits and \"_\", not starting with a digit");
+	set_fails("env", "X=\xc3", "--env", "--env: value must be valid UTF-8");
+	set_fails("env.unset", "A B", "--unset-env",
+		  "--unset-env: invalid variable name \"A B\": use letters, digits and \"_\", not starting with a digit");
+}
+
+static void test_env_limits(void)
+{
+	struct ward_policy p;
+	char *doc = malloc(40100);
+	size_t o = (size_t)snprintf(doc, 40100, "{\"env\": {\"BIG\": \"");
+	memset(doc + o, 'x', 32769);
+	snprintf(doc + o + 32769, 40100 - o - 32769, "\"}}");
+	json_fails(doc, "policy.json: env.BIG: value is longer than 32768 bytes");
+	free(doc);
+
+	ward_policy_init(&p, &err);
+	int r = 0;
+	char kv[32];
+	for (int i = 0; r == 0 && i < 300; i++) {
+		snprintf(kv, sizeof(kv), "V%d=1", i);
+		r = set(&p, "env", kv, "--env");
+	}
+	ok(r == -EINVAL && p.n_env == 256, "at most 256 variables");
+	is_str(err.message, "--env: too many variables (at most 256)", "  message");
+	ok(set(&p, "env", "V0=2", "--env") == 0, "replacing works at the limit");
+	ward_policy_release(&p);
+}
+
+static void test_strings(void)
+{
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	ok(load(&p, "{\"workdir\": \"/workspace/src/\", \"hostname\": \"box-1\","
+		    " \"image\": \"host\", \"network\": {\"mode\": \"none\"}}") == 0 &&
+	   strcmp(p.workdir, "/workspace/src") == 0 && strcmp(p.hostname, "box-1") == 0,
+	   "workdir, hostname, image, network");
+	ok(set(&p, "workdir", "/tmp", "--workdir") == 0 && strcmp(p.workdir, "/tmp") == 0,
+	   "--workdir");
+	ok(set(&p, "hostname", "A1", "--hostname") == 0 && strcmp(p.hostname, "A1") == 0,
+	   "--hostname");
+	ok(set(&p, "network", "none", "--net") == 0 && set(&p, "image", "host", "--image") == 0,
+	   "--net none, --image host");
+	ward_policy_release(&p);
+
+	json_fails("{\"workdir\": 5}", "policy.json: workdir: expected a string, got 5");
+	json_fails("{\"workdir\": \"src\"}", "policy.json: workdir: expected an absolute path, got \"src\"");
+	json_fails("{\"workdir\": \"/workspace/..\"}",
+		   "policy.json: workdir: path must not contain \".\" or \"..\" components, got \"/workspace/..\"");
+#define HN "expected a hostname of 1 to 63 letters, digits and \"-\" (not first or last), got "
+	json_fails("{\"hostname\": \"-x\"}", "policy.json: hostname: " HN "\"-x\"");
+	json_fails("{\"hostname\": \"a.b\"}", "policy.json: hostname: " HN "\"a.b\"");
+	json_fails("{\"hostname\": \"\"}", "policy.json: hostname: " HN "\"\"");
+	set_fails("hostname", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "--hostname",
+		  "--hostname: " HN "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\"");
+#undef HN
+	json_fails("{\"image\": \"debian\"}", "policy.json: image: expected one of \"host\", got \"debian\"");
+	json_fails("{\"network\": {\"mode\": \"host\"}}",
+		   "policy.json: network.mode: expected one of \"none\", got \"host\"");
+	json_fails("{\"network\": \"none\"}", "policy.json: network: expected an object, got \"none\"");
+	set_fails("network", "bridge", "--net", "--net: expected one of \"none\", got \"bridge\"");
+}
+
+static void test_bools(void)
+{
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	ok(load(&p, "{\"user\": {\"root\": true}, \"cgroup\": {\"required\": true}}") == 0 &&
+	   p.root_inside && p.require_cgroup, "user.root, cgroup.required");
+	ok(set(&p, "user.root", "false", "--root") == 0 && !p.root_inside, "--root false");
+	ok(set(&p, "cgroup.required", "false", "--require-cgroup") == 0 && !p.require_cgroup,
+	   "--require-cgroup false");
+	ward_policy_release(&p);
+	json_fails("{\"user\": {\"root\": \"yes\"}}", "policy.json: user.root: expected true or false, got \"yes\"");
+	json_fails("{\"cgroup\": {\"required\": 1}}", "policy.json: cgroup.required: expected true or false, got 1");
+	json_fails("{\"user\": []}", "policy.json: user: expected an object, got an array");
+	set_fails("user.root", "yes", "--root", "--root: expected true or false, got \"yes\"");
+}
+
+static void test_degraded(void)
+{
+	static const char *const never[] = {
+		"userns", "mount", "pid", "net", "seccomp", "privileges", "env",
+	};
+	struct ward_policy p;
+	char doc[128], msg[256];
+	ward_policy_init(&p, &err);
+	ok(load(&p, "{\"allow_degraded\": [\"landlock\", \"cgroup\"]}") == 0 &&
+	   p.allow_degrade == ((1u << WARD_LAYER_LANDLOCK) | (1u << WARD_LAYER_CGROUP)),
+	   "landlock and cgroup may degrade");
+	ok(set(&p, "allow_degraded", "time,cgroupns", "--allow-degraded") == 0 &&
+	   p.allow_degrade == ((1u << WARD_LAYER_LANDLOCK) | (1u << WARD_LAYER_CGROUP) |
+			       (1u << WARD_LAYER_TIME) | (1u << WARD_LAYER_CGROUPNS)),
+	   "flag adds time and cgroupns");
+	ward_policy_release(&p);
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+		snprintf(doc, sizeof(doc), "{\"allow_degraded\": [\"%s\"]}", never[i]);
+		snprintf(msg, sizeof(msg), "policy.json: allow_degraded[0]: layer \"%s\" can "
+			 "never degrade; only landlock, cgroup, time and cgroupns may", never[i]);
+		json_fails(doc, msg);
+	}
+	json_fails("{\"allow_degraded\": [\"landlock\", \"nope\"]}",
+		   "policy.json: allow_degraded[1]: unknown layer \"nope\"; layers that may degrade: "
+		   "landlock, cgroup, time, cgroupns");
+	json_fails("{\"allow_degraded\": \"landlock\"}",
+		   "policy.json: allow_degraded: expected an array of layer names, got \"landlock\"");
+	json_fails("{\"allow_degraded\": [1]}", "policy.json: allow_degraded[0]: expected a layer name, got 1");
+	set_fails("allow_degraded", "landlock,userns", "--allow-degraded",
+		  "--allow-degraded: layer \"userns\" can never degrade; only landlock, cgroup, time and cgroupns may");
+	set_fails("allow_degraded", "landlock,", "--allow-degraded",
+		  "--allow-degraded: unknown layer \"\"; layers that may degrade: landlock, cgroup, time, cgroupns");
+}
+
+static void test_set_misc(void)
+{
+	set_fails("limits.bogus", "1", "--bogus", "--bogus: unknown policy field \"limits.bogus\"");
+	set_fails("mounts", "/a", "--mount", "--mount: unknown policy field \"mounts\"");
+	set_fails("limits.memory", "x", NULL, "limits.memory: expected a size like \"256M\", got \"x\"");
+	char junk[200];
+	memset(junk, 0x9b, sizeof(junk) - 1);  /* continuation bytes, no lead byte */
+	junk[sizeof(junk) - 1] = '\0';
+	struct ward_policy j;
+	ward_policy_init(&j, &err);
+	ok(set(&j, junk, "1", "--x") == -EINVAL && strlen(err.message) < 100,
+	   "a long non-UTF-8 field name is cut in the message");
+	ward_policy_release(&j);
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	ok(set(&p, "limits.memory", NULL, "--memory") == -EINVAL &&
+	   strcmp(err.message, "--memory: no field or value given") == 0, "NULL value");
+	ok(set(&p, NULL, "1", NULL) == -EINVAL && strcmp(err.message, "policy: no field or value given") == 0,
+	   "NULL field");
+	ward_policy_release(&p);
+}
+
+static void test_overrides(void)
+{
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	ok(load(&p, "{\"limits\": {\"memory\": \"1G\", \"timeout\": 10},"
+		    " \"env\": {\"FOO\": \"file\"}, \"workdir\": \"/tmp\"}") == 0, "file");
+	ok(set(&p, "limits.memory", "256M", "--memory") == 0 && p.memory == 256 * MiB,
+	   "flag overrides the file's memory");
+	is_int(p.timeout_ms, 10000, "  file's timeout stays");
+	ok(set(&p, "env", "FOO=flag", "--env") == 0, "flag overrides an env value");
+	is_str(env_get(&p, "FOO"), "flag", "  value");
+	ok(set(&p, "workdir", "/workspace", "--workdir") == 0 && strcmp(p.workdir, "/workspace") == 0,
+	   "flag overrides workdir");
+	ward_policy_release(&p);
+}
+
+static void test_unchanged_on_error(void)
+{
+	struct ward_policy p, before;
+	ward_policy_init(&p, &err);
+	load(&p, "{\"mounts\": [{\"host\": \"/srv\"}], \"env\": {\"A\": \"1\"}}");
+	ward_policy_copy(&before, &p, &err);
+	ok(load(&p, "{\"limits\": {\"memory\": \"1G\", \"pids\": 5}, \"env\": {\"A\": \"2\", \"PATH\": null},"
+		    " \"mounts\": [{\"host\": \"/x\"}], \"workdir\": \"/tmp\","
+		    " \"allow_degraded\": [\"landlock\"], \"hostname\": \"-bad\"}") == -EINVAL,
+	   "a late error fails the load");
+	ok(ward_policy_equal(&p, &before), "  the policy is exactly as before");
+	ok(p.memory == 512 * MiB && strcmp(env_get(&p, "A"), "1") == 0 && p.n_binds == 1,
+	   "  memory, env and mounts untouched");
+	ward_policy_release(&before);
+	ward_policy_release(&p);
+}
+
+static void test_validate(void)
+{
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	set(&p, "workdir", "/opt/x", "--workdir");
+	is_int(ward_policy_validate(&p, &err), -EINVAL, "workdir outside every writable place");
+	is_str(err.message, "policy: workdir: \"/opt/x\" is not inside /workspace, /tmp or a mount", "  message");
+	set(&p, "mounts.ro", "/srv/opt:/opt", "--ro");
+	is_int(ward_policy_validate(&p, &err), 0, "workdir inside a mount");
+	set(&p, "cgroup.required", "true", "--require-cgroup");
+	set(&p, "allow_degraded", "cgroup", "--allow-degraded");
+	is_int(ward_policy_validate(&p, &err), -EINVAL, "required and degradable cgroup");
+	is_str(err.message, "policy: cgroup.required: is true, but allow_degraded lists \"cgroup\"", "  message");
+	p.require_cgroup = false;
+	p.memory = 0;
+	ward_policy_validate(&p, &err);
+	is_str(err.message, "policy: limits.memory: must be between 4M and 1T, got 0", "hand-set memory");
+	p.memory = 512 * MiB;
+	p.allow_degrade |= 1u << WARD_LAYER_SECCOMP;
+	ward_policy_validate(&p, &err);
+	is_str(err.message, "policy: allow_degraded: layer \"seccomp\" can never degrade", "hand-set degrade");
+	p.allow_degrade = 0;
+	set(&p, "mounts.rw", "/srv/x:/opt/x", "--rw");
+	is_int(ward_policy_validate(&p, &err), 0, "a mount inside an earlier one");
+	struct ward_bind t = p.binds[0];
+	p.binds[0] = p.binds[1];
+	p.binds[1] = t;
+	ward_policy_validate(&p, &err);
+	is_str(err.message, "policy: mounts[1]: \"/opt\" would hide \"/opt/x\", which is "
+	       "mounted before it; list it first", "hand-swapped mount order");
+	p.binds[1] = p.binds[0];
+	p.binds[0] = t;
+	free(p.binds[0].inside);
+	p.binds[0].inside = strdup("/opt/");
+	ward_policy_validate(&p, &err);
+	is_str(err.message, "policy: mounts[0]: path must be in normal form (no repeated or "
+	       "trailing \"/\"), got \"/opt/\"", "hand-set bind path");
+	ward_policy_release(&p);
+
+	ward_policy_init(&p, &err);
+	free(p.env[2]);
+	p.env[2] = strdup("PATH=/bin");
+	ward_policy_validate(&p, &err);
+	is_str(err.message, "policy: env[2]: variable PATH is set twice", "hand-set duplicate env");
+	ward_policy_release(&p);
+}
+
+static void test_round_trip(void)
+{
+	struct ward_policy p, q;
+	ward_policy_init(&p, &err);
+	ok(load(&p, "{\"limits\": {\"memory\": \"1.5G\", \"timeout\": 1.5, \"cpu_time\": \"90s\","
+		    " \"cpus\": 0.33, \"file_size\": 12345, \"stack\": \"1536K\"},"
+		    " \"mounts\": [{\"host\": \"/srv/d\", \"inside\": \"/data\"},"
+		    " {\"host\": \"/srv/o\", \"inside\": \"/data/out\", \"writable\": true}],"
+		    " \"env\": {\"HOME\": null, \"Q\": \"\\\"quoted\\\"\\n\\u00e9\"},"
+		    " \"workdir\": \"/data/out\", \"user\": {\"root\": true},"
+		    " \"allow_degraded\": [\"time\", \"landlock\"]}") == 0, "a busy policy");
+	set(&p, "env.unset", "PATH", "--unset-env");
+	set(&p, "env", "PATH=/opt/bin", "--env");
+	char *json = ward_policy_to_json(&p);
+	ok(json != NULL, "to_json");
+	has_str(json, "\"memory\": \"1536M\"", "  sizes print with the largest exact unit");
+	has_str(json, "\"timeout\": \"1500ms\"", "  durations print exactly");
+	has_str(json, "\"cpu_time\": \"90s\"", "  whole seconds print as s");
+	has_str(json, "\"cpus\": 0.33", "  CPUs print as a number");
+	has_str(json, "\"HOME\": null", "  removed defaults print as null");
+	ward_policy_init(&q, &err);
+	ok(load(&q, json) == 0, "to_json output loads: %s", err.message);
+	ok(ward_policy_equal(&p, &q), "  and gives the same policy");
+	char *again = ward_policy_to_json(&q);
+	ok(again && strcmp(json, again) == 0, "  and prints the same bytes (env sorted)");
+	ok(ward_policy_validate(&q, &err) == 0, "  and validates");
+	free(again);
+	free(json);
+	ward_policy_release(&q);
+	ward_policy_release(&p);
+
+	ward_policy_init(&p, &err);
+	ward_policy_init(&q, &err);
+	json = ward_policy_to_json(&p);
+	ok(load(&q, json) == 0 && ward_policy_equal(&p, &q), "defaults round-trip");
+	again = ward_policy_to_json(&q);
+	ok(again && strcmp(json, again) == 0, "  byte for byte");
+	free(again);
+	free(json);
+	ward_policy_release(&q);
+	ward_policy_release(&p);
+}
+
+int main(void)
+{
+	test_layers();
+	test_defaults();
+	test_parse_size();
+	test_parse_duration();
+	for (size_t i = 0; i < sizeof(limit_cases) / sizeof(limit_cases[0]); i++)
+		test_limit(&limit_cases[i]);
+	test_limits_misc();
+	test_unknown_keys();
+	test_syntax();
+	test_mounts_json();
+	test_mounts_json_errors();
+	test_mounts_limit();
+	test_mounts_flags();
+	test_env();
+	test_env_limits();
+	test_strings();
+	test_bools();
+	test_degraded();
+	test_set_misc();
+	test_overrides();
+	test_unchanged_on_error();
+	test_validate();
+	test_round_trip();
+	return tap_done();
+}
