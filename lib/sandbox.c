@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -145,18 +146,40 @@ static __attribute__((noreturn)) void init_wait(int report_fd, pid_t child,
 	}
 }
 
-/* The init keeps only the program's stdio (as 0-2) and the report pipe (as
- * 3): copies of the supervisor's other fds must not live on in a sandbox. */
-static int adopt_fds(struct ward_plan *plan, int report_fd)
+/* The kernel clears the parent-death signal when the credentials change,
+ * and ward_userns_enter changes them. Arm it again, then make sure the
+ * supervisor did not die in between: it holds the sync pipe's write end
+ * open for the whole run, so a hang-up means it is gone. */
+static void rearm_deathsig(int sync_fd)
 {
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		_exit(125);
+	struct pollfd pfd = { .fd = sync_fd, .events = POLLIN };
+	if (poll(&pfd, 1, 0) != 0)
+		_exit(125);
+	close(sync_fd);
+}
+
+/* The init keeps only the program's stdio (as 0-2), the report pipe (as 3)
+ * and the sync pipe (as 4): copies of the supervisor's other fds must not
+ * live on in a sandbox. */
+static int adopt_fds(struct ward_plan *plan, int report_fd, int *sync_fd)
+{
+	/* Park the two pipes out of the way first: their numbers may be 3
+	 * and 4 already, in either order. */
+	int rep = (int)fcntl(report_fd, F_DUPFD_CLOEXEC, 64);
+	int syn = (int)fcntl(*sync_fd, F_DUPFD_CLOEXEC, 64);
+	if (rep < 0 || syn < 0)
+		return -1;
 	for (int i = 0; i < 3; i++) {
 		if (plan->stdio[i] != i && dup2(plan->stdio[i], i) < 0)
 			return -1;
 		plan->stdio[i] = i;
 	}
-	if (report_fd != 3 && dup3(report_fd, 3, O_CLOEXEC) < 0)
+	if (dup3(rep, 3, O_CLOEXEC) < 0 || dup3(syn, 4, O_CLOEXEC) < 0)
 		return -1;
-	if (syscall(SYS_close_range, 4, ~0U, 0) < 0)
+	*sync_fd = 4;
+	if (syscall(SYS_close_range, 5, ~0U, 0) < 0)
 		return -1;
 	return 3;
 }
@@ -174,17 +197,18 @@ void ward_child_main(struct ward_plan *plan, int sync_fd, int report_fd)
 	char go;
 	if (ward_read_full(sync_fd, &go, 1) != 1)
 		_exit(125);
-	close(sync_fd);
-	report_fd = adopt_fds(plan, report_fd);
+	report_fd = adopt_fds(plan, report_fd, &sync_fd);
 	if (report_fd < 0)
 		_exit(125);
-	rep.layers = plan->layers | (1u << WARD_LAYER_PID) | (1u << WARD_LAYER_IPC) |
-		     (1u << WARD_LAYER_TIME);
+	rep.layers = plan->layers | (1u << WARD_LAYER_PID) | (1u << WARD_LAYER_IPC);
+	if (!(plan->degraded & (1u << WARD_LAYER_TIME)))
+		rep.layers |= 1u << WARD_LAYER_TIME;
 	plan->layers = rep.layers;
 
 	for (size_t i = 0; i < ARRAY_SIZE(init_layers); i++)
 		if (init_layers[i](plan, &rep.err) < 0)
 			report_and_exit(report_fd, &rep);
+	rearm_deathsig(sync_fd);
 
 	/* Non-dumpable: the program cannot open /proc/1/{mem,exe,root} of
 	 * its init, which is a copy of the supervisor. */

@@ -31,6 +31,8 @@
 #define P_PIDFD 3
 #endif
 
+enum kill_reason { KILL_NONE, KILL_TIMEOUT, KILL_CPU, KILL_CANCEL };
+
 struct run {
 	struct ward_plan plan;
 	struct ward_cgroup cg;
@@ -41,7 +43,8 @@ struct run {
 	struct ward_report rep, rep_buf;
 	size_t rep_got;
 	bool rep_complete;
-	bool timed_out;
+	enum kill_reason killed_for;
+	bool poll_cpu;
 	uint64_t output_total;
 	char in_buf[4096];
 	size_t in_len;
@@ -92,7 +95,8 @@ static int setup_cgroup(struct run *r, const char *id, struct ward_error *err)
 	    ward_cgroup_make_name(name, sizeof(name), id) == 0) {
 		struct ward_cgroup_limits lim = {
 			.memory = p->memory, .pids = p->pids, .cpus_milli = p->cpus_milli,
-			.lean = true,
+			/* total CPU time needs cpuacct; otherwise rusage will do */
+			.lean = p->cpu_time_ms == 0,
 		};
 		rc = ward_cgroup_create(&r->cg, NULL, name, &lim, &cerr);
 	} else {
@@ -140,6 +144,14 @@ static int start_child(struct run *r, struct ward_error *err)
 		args.cgroup = (uint64_t)cgfd;
 	}
 	long pid = syscall(SYS_clone3, &args, sizeof(args));
+	if (pid < 0 && (errno == EINVAL || errno == EPERM) &&
+	    (r->plan.allow_degrade & (1u << WARD_LAYER_TIME))) {
+		/* time namespaces need Linux >= 5.6 and CONFIG_TIME_NS */
+		args.flags &= ~(uint64_t)CLONE_NEWTIME;
+		pid = syscall(SYS_clone3, &args, sizeof(args));
+		if (pid >= 0)
+			r->plan.degraded |= 1u << WARD_LAYER_TIME;
+	}
 	if (pid < 0) {
 		int e = errno;
 		ward_error_set(err, e, "userns", "unable to create the sandbox's namespaces");
@@ -169,10 +181,10 @@ static int start_child(struct run *r, struct ward_error *err)
 	int rc = ward_userns_write_maps(&r->plan, r->pid, err);
 	if (rc == 0 && r->have_cg)
 		rc = ward_cgroup_attach(&r->cg, r->pid, cgfd >= 0, err);
+	/* The write end stays open until the run ends: the init watches it to
+	 * learn whether its supervisor is still alive. */
 	if (rc == 0 && ward_write_all(r->sync[1], "g", 1) < 0)
 		rc = ward_error_set(err, EPIPE, "pid", "the sandbox's init died during setup");
-	close(r->sync[1]);
-	r->sync[1] = -1;
 	return rc;
 }
 
@@ -292,39 +304,73 @@ static void stdin_write(struct run *r)
 	}
 }
 
-/* The event loop: output, the report, stdin, the init's exit, the clock. */
+static void kill_sandbox(struct run *r, enum kill_reason why)
+{
+	if (r->killed_for != KILL_NONE)
+		return;
+	r->killed_for = why;
+	/* PID 1's death takes every process of the pid namespace with it. */
+	syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
+}
+
+/* With a CPU-time limit and a cgroup, the sandbox's total CPU time is
+ * checked every CPU_POLL_MS: RLIMIT_CPU alone counts per process. */
+enum { CPU_POLL_MS = 50 };
+
+static void check_cpu(struct run *r)
+{
+	struct ward_cgroup_stats st;
+	memset(&st, 0, sizeof(st));
+	if (ward_cgroup_read_stats(&r->cg, &st) == 0 &&
+	    (st.cpu_user_us + st.cpu_sys_us) / 1000 >= r->plan.policy->cpu_time_ms)
+		kill_sandbox(r, KILL_CPU);
+}
+
+static int next_timeout(struct run *r, uint64_t deadline, bool exited)
+{
+	if (exited || r->killed_for != KILL_NONE)
+		return -1;
+	uint64_t now = ward_now_ns();
+	int t = now >= deadline ? 0 : (int)((deadline - now) / 1000000 + 1);
+	if (r->poll_cpu && t > CPU_POLL_MS)
+		t = CPU_POLL_MS;
+	return t;
+}
+
+/* The event loop: output, the report, stdin, cancellation, the init's exit,
+ * the clock. */
 static void supervise(struct run *r, struct ward_verdict *v, const struct ward_run_options *o,
 		      uint64_t start_ns)
 {
 	enum ward_output_mode mode = o ? o->output : WARD_OUTPUT_PASSTHROUGH;
+	int cancel_fd = o ? o->cancel_fd : -1;
 	uint64_t deadline = start_ns + r->plan.policy->timeout_ms * 1000000ull;
 	bool exited = false;
+	r->poll_cpu = r->have_cg && r->plan.policy->cpu_time_ms;
 	while (!exited || r->out[0] >= 0 || r->err[0] >= 0 || r->report[0] >= 0) {
 		if (r->in[1] >= 0 && r->in_eof && !r->in_len) {
 			close(r->in[1]);
 			r->in[1] = -1;
 		}
 		bool want_in = r->in[1] >= 0 && !r->in_len && !r->in_eof;
-		struct pollfd fds[6] = {
+		bool running = !exited && r->killed_for == KILL_NONE;
+		struct pollfd fds[7] = {
 			{ .fd = r->out[0], .events = POLLIN }, { .fd = r->err[0], .events = POLLIN },
 			{ .fd = r->report[0], .events = POLLIN },
 			{ .fd = exited ? -1 : r->pidfd, .events = POLLIN },
 			{ .fd = want_in ? o->stdin_fd : -1, .events = POLLIN },
 			{ .fd = r->in[1] >= 0 && r->in_len ? r->in[1] : -1, .events = POLLOUT },
+			{ .fd = running ? cancel_fd : -1, .events = POLLIN },
 		};
-		int timeout = -1;
-		if (!exited && !r->timed_out) {
-			uint64_t now = ward_now_ns();
-			timeout = now >= deadline ? 0 : (int)((deadline - now) / 1000000 + 1);
-		}
-		int n = poll(fds, 6, timeout);
+		int n = poll(fds, 7, next_timeout(r, deadline, exited));
 		if (n < 0 && errno != EINTR)
 			break;
-		if (n == 0 && !exited && !r->timed_out) {
-			r->timed_out = true;
-			syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
+		if (running && ward_now_ns() >= deadline)
+			kill_sandbox(r, KILL_TIMEOUT);
+		else if (running && r->poll_cpu)
+			check_cpu(r);
+		if (n <= 0)
 			continue;
-		}
 		if (fds[0].revents)
 			drain(r, v, &r->out[0], 1, mode);
 		if (fds[1].revents)
@@ -335,6 +381,8 @@ static void supervise(struct run *r, struct ward_verdict *v, const struct ward_r
 			stdin_read(r, o->stdin_fd);
 		if (fds[5].revents)
 			stdin_write(r);
+		if (fds[6].revents)
+			kill_sandbox(r, KILL_CANCEL);
 		if (fds[3].revents) {
 			siginfo_t si;
 			memset(&si, 0, sizeof(si));
@@ -360,32 +408,35 @@ static void fill_limits(struct run *r, struct ward_verdict *v)
 		}
 	}
 	bool failed = v->status != WARD_STATUS_OK;
-	if (r->timed_out) {
-		v->status = WARD_STATUS_TIMEOUT;
-		v->limit = "timeout";
-		v->limit_value = p->timeout_ms;
-	} else if (st.oom_kills > 0) {
-		v->status = WARD_STATUS_MEMORY_LIMIT;
-		v->limit = "memory";
-		v->limit_value = p->memory;
-	} else if (failed && st.pids_max_events > 0) {
-		v->status = WARD_STATUS_PIDS_LIMIT;
-		v->limit = "pids";
-		v->limit_value = p->pids;
-	} else if (p->cpu_time_ms && (v->signal == SIGXCPU ||
-		   (v->signal == SIGKILL && v->usage.cpu_user_ms + v->usage.cpu_sys_ms >=
-		    p->cpu_time_ms))) {
-		v->status = WARD_STATUS_CPU_TIMEOUT;
-		v->limit = "cpu_time";
-		v->limit_value = p->cpu_time_ms;
-	} else if (r->rep.kind == WARD_REPORT_EXITED && r->rep.disk_full && failed) {
-		v->status = WARD_STATUS_DISK_LIMIT;
-		v->limit = "workspace_size";
-		v->limit_value = p->workspace_size;
-	} else if (v->stdout_truncated || v->stderr_truncated) {
-		v->status = WARD_STATUS_OUTPUT_LIMIT;
-		v->limit = "output";
-		v->limit_value = p->output_limit;
+	bool cpu_hit = p->cpu_time_ms &&
+		       (r->killed_for == KILL_CPU || v->signal == SIGXCPU ||
+			(v->signal == SIGKILL &&
+			 v->usage.cpu_user_ms + v->usage.cpu_sys_ms >= p->cpu_time_ms));
+	/* The first ending that applies wins: what the kernel enforced on the
+	 * sandbox as a whole comes before what the program met on its own. */
+	const struct {
+		bool hit;
+		enum ward_status status;
+		const char *limit;
+		uint64_t value;
+	} endings[] = {
+		{ r->killed_for == KILL_CANCEL, WARD_STATUS_KILLED, NULL, 0 },
+		{ st.oom_kills > 0, WARD_STATUS_MEMORY_LIMIT, "memory", p->memory },
+		{ failed && st.pids_max_events > 0, WARD_STATUS_PIDS_LIMIT, "pids", p->pids },
+		{ r->killed_for == KILL_TIMEOUT, WARD_STATUS_TIMEOUT, "timeout", p->timeout_ms },
+		{ cpu_hit, WARD_STATUS_CPU_TIMEOUT, "cpu_time", p->cpu_time_ms },
+		{ failed && r->rep.kind == WARD_REPORT_EXITED && r->rep.disk_full,
+		  WARD_STATUS_DISK_LIMIT, "workspace_size", p->workspace_size },
+		{ v->stdout_truncated || v->stderr_truncated, WARD_STATUS_OUTPUT_LIMIT,
+		  "output", p->output_limit },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(endings); i++) {
+		if (!endings[i].hit)
+			continue;
+		v->status = endings[i].status;
+		v->limit = endings[i].limit;
+		v->limit_value = endings[i].value;
+		return;
 	}
 }
 
@@ -393,6 +444,7 @@ static int fill_verdict(struct run *r, struct ward_verdict *v, struct ward_error
 {
 	v->layers = r->rep.layers | (r->plan.layers & (1u << WARD_LAYER_CGROUP));
 	v->degraded = r->rep.degraded | r->plan.degraded;
+	v->layers &= ~v->degraded;
 	v->usage.output_bytes = r->output_total;
 	v->usage.cpu_user_ms = r->rep.cpu_user_us / 1000;
 	v->usage.cpu_sys_ms = r->rep.cpu_sys_us / 1000;
@@ -420,7 +472,7 @@ static int fill_verdict(struct run *r, struct ward_verdict *v, struct ward_error
 		 * kill, or from outside); fill_limits says which */
 		v->signal = SIGKILL;
 		v->status = WARD_STATUS_SIGNALED;
-	} else if (!r->timed_out) {
+	} else if (r->killed_for == KILL_NONE) {
 		v->status = WARD_STATUS_SETUP_FAILED;
 		return ward_error_set(err, ECHILD, "pid", "the sandbox's init died during setup");
 	} else {

@@ -26,7 +26,9 @@ enum ward_output_mode {
 struct ward_run_options {
 	enum ward_output_mode output;
 	int stdin_fd;            /* relayed to the program's stdin; -1: /dev/null */
-	int verbose;             /* > 0: log each layer to stderr */
+	int verbose;             /* reserved: the CLI prints a summary when > 0 */
+	int cancel_fd;           /* readable = cancel: the sandbox is killed and
+				  * the status is "killed"; -1: none */
 };
 
 /* Runs argv (argv[0] resolved inside the sandbox through the policy's PATH)

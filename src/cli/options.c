@@ -2,6 +2,9 @@
  * Each flag is one table row: its names, whether it takes a value, and the
  * policy field it sets. Parsing never touches the filesystem; building the
  * policy reads only the --policy file. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
@@ -178,6 +181,25 @@ int ward_cli_parse_run(int argc, char **argv, struct ward_cli_run *o, struct war
 	return 0;
 }
 
+/* On the command line a relative HOST in "HOST[:INSIDE]" means relative to
+ * the current directory (the policy file itself takes absolute paths only). */
+static int absolute_host(const char *value, char *out, size_t len, const char *flag,
+			 struct ward_error *err)
+{
+	const char *colon = strchr(value, ':');
+	size_t n = colon ? (size_t)(colon - value) : strlen(value);
+	char host[PATH_MAX], resolved[PATH_MAX];
+	if (n == 0 || n >= sizeof(host))
+		return ward_error_set(err, EINVAL, "cli", "%s: expected HOST[:INSIDE]", flag);
+	memcpy(host, value, n);
+	host[n] = '\0';
+	if (!realpath(host, resolved))
+		return ward_error_set(err, errno, "cli", "%s: unable to resolve '%s'", flag, host);
+	if ((size_t)snprintf(out, len, "%s%s", resolved, colon ? colon : "") >= len)
+		return ward_error_set(err, ENAMETOOLONG, "cli", "%s: path too long", flag);
+	return 0;
+}
+
 int ward_cli_build_policy(const struct ward_cli_run *o, struct ward_policy *p,
 			  struct ward_error *err)
 {
@@ -196,7 +218,15 @@ int ward_cli_build_policy(const struct ward_cli_run *o, struct ward_policy *p,
 	}
 	for (size_t i = 0; i < o->n_overrides; i++) {
 		const struct ward_cli_override *ov = &o->overrides[i];
-		r = ward_policy_set(p, ov->field, ov->value, ov->flag, err);
+		char abs[PATH_MAX + 2048];
+		const char *value = ov->value;
+		if (strncmp(ov->field, "mounts.", 7) == 0 && value[0] != '/') {
+			r = absolute_host(value, abs, sizeof(abs), ov->flag, err);
+			if (r < 0)
+				return r;
+			value = abs;
+		}
+		r = ward_policy_set(p, ov->field, value, ov->flag, err);
 		if (r < 0)
 			return r;
 	}

@@ -2,6 +2,7 @@
  * Exit status: the program's; 128+N for signal N; 125 when the sandbox
  * could not be set up (the reason on stderr names the layer); 2 for usage
  * errors. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,18 @@
 #include "ward/ward.h"
 
 enum { EXIT_USAGE = 2, EXIT_SETUP = 125 };
+
+static int cancel_write_fd = -1;
+
+static void on_cancel(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	if (cancel_write_fd >= 0 && write(cancel_write_fd, "c", 1) < 0) {
+		/* a full pipe already says "cancel" */
+	}
+	errno = saved;
+}
 
 static void print_error(const struct ward_error *err)
 {
@@ -39,6 +52,8 @@ static void print_summary(const struct ward_cli_run *o, const struct ward_verdic
 	if (v->limit)
 		fprintf(stderr, "ward: %s: %s limit (%llu) reached\n", ward_status_name(v->status),
 			v->limit, (unsigned long long)v->limit_value);
+	else if (v->status == WARD_STATUS_KILLED)
+		fprintf(stderr, "ward: killed: the run was cancelled\n");
 	else if (v->status == WARD_STATUS_SIGNALED)
 		fprintf(stderr, "ward: killed by signal %d (%s)\n", v->signal, strsignal(v->signal));
 	if (o->verbose) {
@@ -87,6 +102,17 @@ int ward_cli_run(int argc, char **argv)
 		free(s);
 		goto out;
 	}
+	/* SIGINT, SIGTERM and SIGHUP cancel the run: the sandbox is killed and
+	 * the verdict says "killed". */
+	int cancel_pipe[2] = { -1, -1 };
+	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
+		cancel_write_fd = cancel_pipe[1];
+		struct sigaction sa = { .sa_handler = on_cancel };
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+	}
 	/* Leftovers of supervisors that were killed are removed first. */
 	ward_cgroup_gc(NULL, NULL);
 
@@ -94,6 +120,7 @@ int ward_cli_run(int argc, char **argv)
 		.output = o->json ? WARD_OUTPUT_CAPTURE : WARD_OUTPUT_PASSTHROUGH,
 		.stdin_fd = o->stdin ? 0 : -1,
 		.verbose = o->verbose,
+		.cancel_fd = cancel_pipe[0],
 	};
 	struct ward_verdict v;
 	ward_verdict_init(&v);
@@ -110,6 +137,10 @@ int ward_cli_run(int argc, char **argv)
 	}
 	status = exit_status(&v);
 	ward_verdict_release(&v);
+	if (cancel_pipe[0] >= 0) {
+		close(cancel_pipe[0]);
+		close(cancel_pipe[1]);
+	}
 out:
 	ward_policy_release(&policy);
 	free(o);

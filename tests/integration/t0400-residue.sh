@@ -1,0 +1,74 @@
+#!/bin/bash
+# No residue: after any run, however it ended — including a SIGKILL of the
+# supervisor — no process, cgroup, mount or temp directory is left.
+. "$(dirname "$0")/../lib.sh"
+
+RUNS=${WARD_RESIDUE_RUNS:-200}
+marker=$((4000 + RANDOM % 1000)).$$
+# host processes whose command line carries our marker
+strays() { pgrep -f "^sleep $marker" | wc -l; }
+host_mounts() { wc -l < /proc/self/mountinfo; }
+# cgroup leaves whose supervisor is gone (names embed the supervisor's pid)
+dead_leaves() {
+	local d n pid
+	for d in /sys/fs/cgroup/*/ward/ward-*; do
+		[ -d "$d" ] || continue
+		n=${d##*/ward-}; pid=${n%%-*}
+		kill -0 "$pid" 2>/dev/null || [ -d /proc/$pid ] || echo "$d"
+	done
+}
+tmp_entries() { ls -a /tmp | grep -c ward- ; }
+
+test_expect_success 'a SIGTERM-ignoring process, a double-forked daemon and a late child are gone' '
+	"$WARD" run -q -- sh -c "
+		trap \"\" TERM; (trap \"\" TERM; exec sleep $marker) &
+		( (setsid sleep $marker &) & ) ;
+		(sleep 1; exec sleep $marker) &
+		echo started" > out && expect_eq "$(cat out)" started &&
+	sleep 1.5 && expect_eq "$(strays)" 0
+'
+hostile() {
+	case $(($1 % 8)) in
+	0) "$WARD" run -q --memory 32M -- python3 -c "b = bytearray(256 << 20)" ;;
+	1) "$WARD" run -q --pids 16 --timeout 10 -- sh -c "while :; do sleep $marker & done" ;;
+	2) "$WARD" run -q --cpu-time 0.2 -- sh -c "while :; do :; done" ;;
+	3) "$WARD" run -q --timeout 0.2 -- sleep $marker ;;
+	4) "$WARD" run -q --output-limit 64K -- sh -c "yes | head -c 4000000" ;;
+	5) "$WARD" run -q --workspace-size 1M -- sh -c "cat /dev/zero > /workspace/f" ;;
+	6) "$WARD" run -q -- sh -c "sleep $marker & kill -SEGV \$\$" ;;
+	7) "$WARD" run -q -- sh -c "trap \"\" TERM; sleep $marker & sleep $marker & exit 3" ;;
+	esac
+}
+test_expect_success "$RUNS hostile runs in a row leave nothing behind" '
+	m0=$(host_mounts); t0=$(tmp_entries)
+	i=0; while [ $i -lt $RUNS ]; do hostile $i >/dev/null 2>&1 </dev/null; i=$((i + 1)); done
+	sleep 0.5
+	expect_eq "$(strays)" 0 && expect_eq "$(host_mounts)" "$m0" &&
+	expect_eq "$(tmp_entries)" "$t0" && expect_eq "$(dead_leaves)" ""
+'
+test_expect_success 'SIGKILL of the supervisor kills the sandbox; ward gc removes the rest' '
+	"$WARD" run -q -- sh -c "sleep $marker & sleep $marker" & wp=$!
+	n=0; while [ "$(strays)" -lt 2 ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
+	expect_eq "$(strays)" 2 &&
+	kill -KILL $wp && wait $wp 2>/dev/null
+	n=0; while [ "$(strays)" != 0 ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
+	expect_eq "$(strays)" 0 &&
+	"$WARD" gc >/dev/null && expect_eq "$(dead_leaves)" ""
+'
+test_expect_success '50 runs in parallel do not interfere' '
+	i=0; while [ $i -lt 50 ]; do
+		"$WARD" run -q -- sh -c "echo $i > /workspace/v; sleep 0.2; cat /workspace/v; hostname" > par.$i 2>&1 &
+		i=$((i + 1))
+	done
+	wait
+	i=0; while [ $i -lt 50 ]; do
+		expect_eq "$(cat par.$i)" "$i
+sandbox" || exit 1
+		i=$((i + 1))
+	done
+	expect_eq "$(dead_leaves)" ""
+'
+test_expect_success 'the library leaks no fd, no child and no cgroup over many runs' '
+	"$WARD_BUILD/tests/library-runs" "${WARD_LIBRARY_RUNS:-100}"
+'
+test_done
