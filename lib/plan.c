@@ -54,11 +54,14 @@ static const ward_prepare_fn prepare_steps[] = {
 };
 
 int ward_plan_build(struct ward_plan *plan, const struct ward_policy *policy,
-		    char *const argv[], struct ward_error *err)
+		    char *const argv[], const struct ward_file *files, size_t n_files,
+		    struct ward_error *err)
 {
 	memset(plan, 0, sizeof(*plan));
 	plan->policy = policy;
 	plan->argv = argv;
+	plan->files = files;
+	plan->n_files = n_files;
 	plan->workdir = policy->workdir ? policy->workdir : "/workspace";
 	plan->hostname = policy->hostname ? policy->hostname : "sandbox";
 	plan->allow_degrade = policy->allow_degrade;

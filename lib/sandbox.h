@@ -17,6 +17,7 @@
 
 #include "ward/error.h"
 #include "ward/policy.h"
+#include "ward/sandbox.h"
 
 enum {
 	WARD_PLAN_MAX_MOUNTS = 80,
@@ -46,6 +47,7 @@ struct ward_mount_op {
 	bool writable;         /* BIND: read-write */
 	bool device;           /* BIND: a device node (keeps dev, adds noexec) */
 	bool optional;         /* BIND: skip silently when the host lacks src */
+	bool owned;            /* FILE: owned by the sandbox user, not by root */
 	int fd;                /* BIND: open_tree fd, filled in the child */
 };
 
@@ -79,6 +81,8 @@ struct ward_plan {
 
 	/* program */
 	char *const *argv;
+	const struct ward_file *files;  /* for /workspace, set by ward_plan_build */
+	size_t n_files;
 	char **envp;           /* NULL-terminated, owned */
 	const char *path_env;  /* value of PATH in envp, for lookups */
 	const char *workdir;
@@ -100,9 +104,10 @@ struct ward_plan {
 	uint32_t degraded;
 };
 
-/* Parent: builds a plan for policy and argv. */
+/* Parent: builds a plan for policy and argv; files go into /workspace. */
 int ward_plan_build(struct ward_plan *plan, const struct ward_policy *policy,
-		    char *const argv[], struct ward_error *err);
+		    char *const argv[], const struct ward_file *files, size_t n_files,
+		    struct ward_error *err);
 void ward_plan_release(struct ward_plan *plan);
 /* Parent: copies s into the plan's string arena; NULL on ENOMEM.
  * Pointers stay valid until ward_plan_release (the arena is allocated once,

@@ -1,10 +1,12 @@
-/* lib/supervise.c — ward_run: the supervisor side of one sandbox.
+/* lib/supervise.c — the supervisor side of one sandbox: its lifecycle.
  *
  * Builds the plan, creates the cgroup, clones the child into every
  * namespace at once (and into its cgroup where the kernel allows), writes
- * the id maps, releases the child, then relays or captures output, enforces
- * the wall-time limit and turns what happened into a verdict. Whatever the
- * ending, every fd, the cgroup and the child are gone when it returns.
+ * the id maps, releases the child; enforces the wall-time and CPU-time
+ * limits; waits for the end and turns what happened into a verdict.
+ * Whatever the ending, every fd, the cgroup and the child are gone when
+ * ward_sandbox_finish returns. The caller drives output (lib/run.c for the
+ * one-shot form, lib/kernel.c for language kernels).
  */
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -19,7 +21,7 @@
 #include "base/util.h"
 #include "cgroup.h"
 #include "sandbox-child.h"
-#include "ward/ward.h"
+#include "ward/sandbox.h"
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
@@ -31,24 +33,20 @@
 #define P_PIDFD 3
 #endif
 
-enum kill_reason { KILL_NONE, KILL_TIMEOUT, KILL_CPU, KILL_CANCEL };
-
-struct run {
+struct ward_sandbox {
 	struct ward_plan plan;
 	struct ward_cgroup cg;
 	bool have_cg;
 	int sync[2], report[2], out[2], err[2], in[2];
 	int pidfd;
 	pid_t pid;
-	struct ward_report rep, rep_buf;
-	size_t rep_got;
-	bool rep_complete;
-	enum kill_reason killed_for;
+	bool exited;
+	uint64_t start_ns, deadline_ns;
+	enum ward_kill_reason killed_for;
 	bool poll_cpu;
-	uint64_t output_total;
-	char in_buf[4096];
-	size_t in_len;
-	bool in_eof;
+	char id[40];
+	struct ward_report rep;
+	bool rep_complete;
 };
 
 static void close_pair(int p[2])
@@ -84,7 +82,7 @@ static void make_id(char *buf, size_t len)
 
 /* Cgroup, or its fallback: without one, rlimits stand in and the verdict
  * says "degraded" — unless the policy requires a cgroup. */
-static int setup_cgroup(struct run *r, const char *id, struct ward_error *err)
+static int setup_cgroup(struct ward_sandbox *r, const char *id, struct ward_error *err)
 {
 	const struct ward_policy *p = r->plan.policy;
 	char name[96];
@@ -129,7 +127,7 @@ static int setup_cgroup(struct run *r, const char *id, struct ward_error *err)
 	return 0;
 }
 
-static int start_child(struct run *r, struct ward_error *err)
+static int start_child(struct ward_sandbox *r, struct ward_error *err)
 {
 	struct clone_args args;
 	memset(&args, 0, sizeof(args));
@@ -188,12 +186,12 @@ static int start_child(struct run *r, struct ward_error *err)
 	return rc;
 }
 
-static int open_pipes(struct run *r, const struct ward_run_options *o, struct ward_error *err)
+static int open_pipes(struct ward_sandbox *r, const struct ward_sandbox_options *o, struct ward_error *err)
 {
 	if (pipe2(r->sync, O_CLOEXEC) < 0 || pipe2(r->report, O_CLOEXEC) < 0 ||
 	    pipe2(r->out, O_CLOEXEC) < 0 || pipe2(r->err, O_CLOEXEC) < 0)
 		return ward_error_set(err, errno, "env", "unable to create pipes");
-	if (o && o->stdin_fd >= 0) {
+	if (o && o->stdin_pipe) {
 		if (pipe2(r->in, O_CLOEXEC) < 0)
 			return ward_error_set(err, errno, "env", "unable to create pipes");
 		fcntl(r->in[1], F_SETFL, O_NONBLOCK);
@@ -208,193 +206,8 @@ static int open_pipes(struct run *r, const struct ward_run_options *o, struct wa
 	return 0;
 }
 
-/* Appends to the capture buffer or relays to the caller, within the output
- * cap; excess is counted and dropped, never left blocking the program. */
-static void take_output(struct run *r, struct ward_verdict *v, int which,
-			const char *buf, size_t n, enum ward_output_mode mode)
-{
-	uint64_t limit = r->plan.policy->output_limit;
-	uint64_t room = r->output_total < limit ? limit - r->output_total : 0;
-	size_t keep = n < room ? n : (size_t)room;
-	r->output_total += n;
-	if (keep < n) {
-		if (which == 1)
-			v->stdout_truncated = true;
-		else
-			v->stderr_truncated = true;
-	}
-	if (!keep)
-		return;
-	if (mode == WARD_OUTPUT_PASSTHROUGH) {
-		ward_write_all(which, buf, keep);
-		return;
-	}
-	struct ward_buffer *b = which == 1 ? &v->out : &v->err;
-	if (b->len + keep + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + keep + 1)
-			cap *= 2;
-		char *nb = realloc(b->data, cap);
-		if (!nb)
-			return; /* under memory pressure output is dropped, not fatal */
-		b->data = nb;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, buf, keep);
-	b->len += keep;
-	b->data[b->len] = '\0';
-}
 
-static bool drain(struct run *r, struct ward_verdict *v, int *fd, int which,
-		  enum ward_output_mode mode)
-{
-	char buf[65536];
-	ssize_t n = read(*fd, buf, sizeof(buf));
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return true;
-	if (n <= 0) {
-		close(*fd);
-		*fd = -1;
-		return false;
-	}
-	take_output(r, v, which, buf, (size_t)n, mode);
-	return true;
-}
-
-/* Reports are fixed-size records: first RUNNING (layers final), then the
- * ending. Each complete record replaces the previous one. */
-static void read_report(struct run *r)
-{
-	char *p = (char *)&r->rep_buf;
-	ssize_t n = read(r->report[0], p + r->rep_got, sizeof(r->rep_buf) - r->rep_got);
-	if (n > 0)
-		r->rep_got += (size_t)n;
-	if (r->rep_got == sizeof(r->rep_buf)) {
-		r->rep = r->rep_buf;
-		r->rep_complete = true;
-		r->rep_got = 0;
-	}
-	if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
-		close(r->report[0]);
-		r->report[0] = -1;
-	}
-}
-
-/* stdin goes through a small buffer: the caller's fd is read only when the
- * buffer is empty, the pipe written (non-blocking) only when it has room, so
- * a program that never reads its stdin cannot stall the supervisor. */
-static void stdin_read(struct run *r, int src)
-{
-	ssize_t n = read(src, r->in_buf, sizeof(r->in_buf));
-	if (n > 0)
-		r->in_len = (size_t)n;
-	else if (n == 0 || (errno != EINTR && errno != EAGAIN))
-		r->in_eof = true;
-}
-
-static void stdin_write(struct run *r)
-{
-	ssize_t n = write(r->in[1], r->in_buf, r->in_len);
-	if (n > 0) {
-		memmove(r->in_buf, r->in_buf + n, r->in_len - (size_t)n);
-		r->in_len -= (size_t)n;
-	} else if (n < 0 && errno != EINTR && errno != EAGAIN) {
-		r->in_eof = true;
-		r->in_len = 0;
-	}
-}
-
-static void kill_sandbox(struct run *r, enum kill_reason why)
-{
-	if (r->killed_for != KILL_NONE)
-		return;
-	r->killed_for = why;
-	/* PID 1's death takes every process of the pid namespace with it. */
-	syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
-}
-
-/* With a CPU-time limit and a cgroup, the sandbox's total CPU time is
- * checked every CPU_POLL_MS: RLIMIT_CPU alone counts per process. */
-enum { CPU_POLL_MS = 50 };
-
-static void check_cpu(struct run *r)
-{
-	struct ward_cgroup_stats st;
-	memset(&st, 0, sizeof(st));
-	if (ward_cgroup_read_stats(&r->cg, &st) == 0 &&
-	    (st.cpu_user_us + st.cpu_sys_us) / 1000 >= r->plan.policy->cpu_time_ms)
-		kill_sandbox(r, KILL_CPU);
-}
-
-static int next_timeout(struct run *r, uint64_t deadline, bool exited)
-{
-	if (exited || r->killed_for != KILL_NONE)
-		return -1;
-	uint64_t now = ward_now_ns();
-	int t = now >= deadline ? 0 : (int)((deadline - now) / 1000000 + 1);
-	if (r->poll_cpu && t > CPU_POLL_MS)
-		t = CPU_POLL_MS;
-	return t;
-}
-
-/* The event loop: output, the report, stdin, cancellation, the init's exit,
- * the clock. */
-static void supervise(struct run *r, struct ward_verdict *v, const struct ward_run_options *o,
-		      uint64_t start_ns)
-{
-	enum ward_output_mode mode = o ? o->output : WARD_OUTPUT_PASSTHROUGH;
-	int cancel_fd = o ? o->cancel_fd : -1;
-	uint64_t deadline = start_ns + r->plan.policy->timeout_ms * 1000000ull;
-	bool exited = false;
-	r->poll_cpu = r->have_cg && r->plan.policy->cpu_time_ms;
-	while (!exited || r->out[0] >= 0 || r->err[0] >= 0 || r->report[0] >= 0) {
-		if (r->in[1] >= 0 && r->in_eof && !r->in_len) {
-			close(r->in[1]);
-			r->in[1] = -1;
-		}
-		bool want_in = r->in[1] >= 0 && !r->in_len && !r->in_eof;
-		bool running = !exited && r->killed_for == KILL_NONE;
-		struct pollfd fds[7] = {
-			{ .fd = r->out[0], .events = POLLIN }, { .fd = r->err[0], .events = POLLIN },
-			{ .fd = r->report[0], .events = POLLIN },
-			{ .fd = exited ? -1 : r->pidfd, .events = POLLIN },
-			{ .fd = want_in ? o->stdin_fd : -1, .events = POLLIN },
-			{ .fd = r->in[1] >= 0 && r->in_len ? r->in[1] : -1, .events = POLLOUT },
-			{ .fd = running ? cancel_fd : -1, .events = POLLIN },
-		};
-		int n = poll(fds, 7, next_timeout(r, deadline, exited));
-		if (n < 0 && errno != EINTR)
-			break;
-		if (running && ward_now_ns() >= deadline)
-			kill_sandbox(r, KILL_TIMEOUT);
-		else if (running && r->poll_cpu)
-			check_cpu(r);
-		if (n <= 0)
-			continue;
-		if (fds[0].revents)
-			drain(r, v, &r->out[0], 1, mode);
-		if (fds[1].revents)
-			drain(r, v, &r->err[0], 2, mode);
-		if (fds[2].revents)
-			read_report(r);
-		if (fds[4].revents)
-			stdin_read(r, o->stdin_fd);
-		if (fds[5].revents)
-			stdin_write(r);
-		if (fds[6].revents)
-			kill_sandbox(r, KILL_CANCEL);
-		if (fds[3].revents) {
-			siginfo_t si;
-			memset(&si, 0, sizeof(si));
-			if (waitid((idtype_t)P_PIDFD, (id_t)r->pidfd, &si, WEXITED) == 0 || errno == ECHILD)
-				exited = true;
-			r->pid = 0;
-		}
-	}
-	v->usage.wall_ms = (ward_now_ns() - start_ns) / 1000000;
-}
-
-static void fill_limits(struct run *r, struct ward_verdict *v)
+static void fill_limits(struct ward_sandbox *r, struct ward_verdict *v)
 {
 	const struct ward_policy *p = r->plan.policy;
 	struct ward_cgroup_stats st;
@@ -409,7 +222,7 @@ static void fill_limits(struct run *r, struct ward_verdict *v)
 	}
 	bool failed = v->status != WARD_STATUS_OK;
 	bool cpu_hit = p->cpu_time_ms &&
-		       (r->killed_for == KILL_CPU || v->signal == SIGXCPU ||
+		       (r->killed_for == WARD_KILL_CPU || v->signal == SIGXCPU ||
 			(v->signal == SIGKILL &&
 			 v->usage.cpu_user_ms + v->usage.cpu_sys_ms >= p->cpu_time_ms));
 	/* The first ending that applies wins: what the kernel enforced on the
@@ -420,10 +233,10 @@ static void fill_limits(struct run *r, struct ward_verdict *v)
 		const char *limit;
 		uint64_t value;
 	} endings[] = {
-		{ r->killed_for == KILL_CANCEL, WARD_STATUS_KILLED, NULL, 0 },
+		{ r->killed_for == WARD_KILL_CANCEL, WARD_STATUS_KILLED, NULL, 0 },
 		{ st.oom_kills > 0, WARD_STATUS_MEMORY_LIMIT, "memory", p->memory },
 		{ failed && st.pids_max_events > 0, WARD_STATUS_PIDS_LIMIT, "pids", p->pids },
-		{ r->killed_for == KILL_TIMEOUT, WARD_STATUS_TIMEOUT, "timeout", p->timeout_ms },
+		{ r->killed_for == WARD_KILL_TIMEOUT, WARD_STATUS_TIMEOUT, "timeout", p->timeout_ms },
 		{ cpu_hit, WARD_STATUS_CPU_TIMEOUT, "cpu_time", p->cpu_time_ms },
 		{ failed && r->rep.kind == WARD_REPORT_EXITED && r->rep.disk_full,
 		  WARD_STATUS_DISK_LIMIT, "workspace_size", p->workspace_size },
@@ -440,12 +253,11 @@ static void fill_limits(struct run *r, struct ward_verdict *v)
 	}
 }
 
-static int fill_verdict(struct run *r, struct ward_verdict *v, struct ward_error *err)
+static int fill_verdict(struct ward_sandbox *r, struct ward_verdict *v, struct ward_error *err)
 {
 	v->layers = r->rep.layers | (r->plan.layers & (1u << WARD_LAYER_CGROUP));
 	v->degraded = r->rep.degraded | r->plan.degraded;
 	v->layers &= ~v->degraded;
-	v->usage.output_bytes = r->output_total;
 	v->usage.cpu_user_ms = r->rep.cpu_user_us / 1000;
 	v->usage.cpu_sys_ms = r->rep.cpu_sys_us / 1000;
 	v->usage.peak_memory_bytes = r->rep.maxrss_kb * 1024;
@@ -472,7 +284,7 @@ static int fill_verdict(struct run *r, struct ward_verdict *v, struct ward_error
 		 * kill, or from outside); fill_limits says which */
 		v->signal = SIGKILL;
 		v->status = WARD_STATUS_SIGNALED;
-	} else if (r->killed_for == KILL_NONE) {
+	} else if (r->killed_for == 0) {
 		v->status = WARD_STATUS_SETUP_FAILED;
 		return ward_error_set(err, ECHILD, "pid", "the sandbox's init died during setup");
 	} else {
@@ -483,7 +295,7 @@ static int fill_verdict(struct run *r, struct ward_verdict *v, struct ward_error
 	return 0;
 }
 
-static void run_release(struct run *r)
+static void run_release(struct ward_sandbox *r)
 {
 	if (r->pid > 0) {
 		syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
@@ -502,12 +314,15 @@ static void run_release(struct run *r)
 	ward_plan_release(&r->plan);
 }
 
-WARD_EXPORT int ward_run(const struct ward_policy *policy, char *const argv[],
-			 const struct ward_run_options *opts, struct ward_verdict *v,
-			 struct ward_error *err)
+
+/* ---- the public lifecycle ---- */
+
+WARD_EXPORT int ward_sandbox_start(const struct ward_policy *policy, char *const argv[],
+				   const struct ward_sandbox_options *opts,
+				   struct ward_sandbox **out, struct ward_error *err)
 {
-	uint64_t start = ward_now_ns();
-	struct run *r = calloc(1, sizeof(*r));
+	struct ward_sandbox *r = calloc(1, sizeof(*r));
+	*out = NULL;
 	if (!r)
 		return ward_error_set(err, ENOMEM, "plan", "out of memory");
 	int *fds[] = { r->sync, r->report, r->out, r->err, r->in };
@@ -515,28 +330,142 @@ WARD_EXPORT int ward_run(const struct ward_policy *policy, char *const argv[],
 		fds[i][0] = fds[i][1] = -1;
 	r->pidfd = -1;
 	r->cg.unified_fd = -1;
-	make_id(v->sandbox_id, sizeof(v->sandbox_id));
+	r->start_ns = ward_now_ns();
+	r->deadline_ns = r->start_ns + policy->timeout_ms * 1000000ull;
+	make_id(r->id, sizeof(r->id));
 
-	int rc = ward_plan_build(&r->plan, policy, argv, err);
+	int rc = ward_plan_build(&r->plan, policy, argv,
+				 opts ? opts->files : NULL, opts ? opts->n_files : 0, err);
 	if (rc == 0) {
 		r->plan.cap_last = cap_last();
-		rc = setup_cgroup(r, v->sandbox_id, err);
+		rc = setup_cgroup(r, r->id, err);
 	}
 	if (rc == 0)
 		rc = open_pipes(r, opts, err);
 	if (rc == 0)
 		rc = start_child(r, err);
-	if (rc == 0) {
-		supervise(r, v, opts, start);
-		rc = fill_verdict(r, v, err);
+	if (rc < 0) {
+		run_release(r);
+		free(r);
+		return rc;
 	}
+	r->poll_cpu = r->have_cg && policy->cpu_time_ms;
+	*out = r;
+	return 0;
+}
+
+WARD_EXPORT const char *ward_sandbox_id(const struct ward_sandbox *sb) { return sb->id; }
+WARD_EXPORT int ward_sandbox_stdin(const struct ward_sandbox *sb) { return sb->in[1]; }
+WARD_EXPORT int ward_sandbox_stdout(const struct ward_sandbox *sb) { return sb->out[0]; }
+WARD_EXPORT int ward_sandbox_stderr(const struct ward_sandbox *sb) { return sb->err[0]; }
+WARD_EXPORT int ward_sandbox_pidfd(const struct ward_sandbox *sb) { return sb->pidfd; }
+
+WARD_EXPORT void ward_sandbox_close_stdin(struct ward_sandbox *sb)
+{
+	if (sb->in[1] >= 0) {
+		close(sb->in[1]);
+		sb->in[1] = -1;
+	}
+}
+
+WARD_EXPORT void ward_sandbox_kill(struct ward_sandbox *sb, enum ward_kill_reason why)
+{
+	if (sb->killed_for || sb->exited)
+		return;
+	sb->killed_for = why;
+	/* PID 1's death takes every process of the pid namespace with it. */
+	syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+}
+
+/* With a CPU-time limit and a cgroup, the sandbox's total CPU time is
+ * checked every CPU_POLL_MS: RLIMIT_CPU alone counts per process. */
+enum { CPU_POLL_MS = 50 };
+
+WARD_EXPORT int ward_sandbox_check(struct ward_sandbox *sb)
+{
+	if (sb->exited || sb->killed_for)
+		return -1;
+	uint64_t now = ward_now_ns();
+	if (now >= sb->deadline_ns) {
+		ward_sandbox_kill(sb, WARD_KILL_TIMEOUT);
+		return -1;
+	}
+	if (sb->poll_cpu) {
+		struct ward_cgroup_stats st;
+		memset(&st, 0, sizeof(st));
+		if (ward_cgroup_read_stats(&sb->cg, &st) == 0 &&
+		    (st.cpu_user_us + st.cpu_sys_us) / 1000 >= sb->plan.policy->cpu_time_ms) {
+			ward_sandbox_kill(sb, WARD_KILL_CPU);
+			return -1;
+		}
+	}
+	int t = (int)((sb->deadline_ns - now) / 1000000 + 1);
+	return sb->poll_cpu && t > CPU_POLL_MS ? CPU_POLL_MS : t;
+}
+
+WARD_EXPORT bool ward_sandbox_exited(struct ward_sandbox *sb)
+{
+	if (sb->exited)
+		return true;
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	if (waitid((idtype_t)P_PIDFD, (id_t)sb->pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid)
+		sb->exited = true;
+	else if (errno == ECHILD)
+		sb->exited = true;
+	return sb->exited;
+}
+
+WARD_EXPORT int ward_sandbox_open_root(const struct ward_sandbox *sb)
+{
+	char path[64];
+	if (sb->exited) {
+		errno = ESRCH;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)sb->pid);
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* the pid could have been reused if the init died just now */
+	if (fd >= 0 && ward_sandbox_exited((struct ward_sandbox *)sb)) {
+		close(fd);
+		errno = ESRCH;
+		return -1;
+	}
+	return fd;
+}
+
+/* Reads the init's reports: RUNNING (layers final), then the ending. Each
+ * complete record replaces the previous one; a partial one is ignored. */
+static void read_reports(struct ward_sandbox *r)
+{
+	struct ward_report rec;
+	for (;;) {
+		ssize_t n = ward_read_full(r->report[0], &rec, sizeof(rec));
+		if (n != (ssize_t)sizeof(rec))
+			break;
+		r->rep = rec;
+		r->rep_complete = true;
+	}
+}
+
+WARD_EXPORT int ward_sandbox_finish(struct ward_sandbox *sb, struct ward_verdict *v,
+				    struct ward_error *err)
+{
+	ward_sandbox_close_stdin(sb);
+	while (!ward_sandbox_exited(sb)) {
+		struct pollfd pfd = { .fd = sb->pidfd, .events = POLLIN };
+		poll(&pfd, 1, ward_sandbox_check(sb));
+	}
+	sb->pid = 0;
+	read_reports(sb);
+	ward_strlcpy(v->sandbox_id, sb->id, sizeof(v->sandbox_id));
+	v->usage.wall_ms = (ward_now_ns() - sb->start_ns) / 1000000;
+	int rc = fill_verdict(sb, v, err);
 	if (rc < 0) {
 		v->status = WARD_STATUS_SETUP_FAILED;
 		v->setup = *err;
-		v->layers = r->plan.layers;
-		v->usage.wall_ms = (ward_now_ns() - start) / 1000000;
 	}
-	run_release(r);
-	free(r);
+	run_release(sb);
+	free(sb);
 	return rc;
 }

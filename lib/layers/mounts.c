@@ -69,6 +69,37 @@ static int prepare_dev(struct ward_plan *plan, struct ward_error *err)
 	return 0;
 }
 
+/* Caller's files, written into the fresh /workspace by the init and handed
+ * to the sandbox user. Paths stay inside /workspace: relative, no "..". */
+static int prepare_files(struct ward_plan *plan, struct ward_error *err)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < plan->n_files; i++) {
+		const struct ward_file *f = &plan->files[i];
+		const char *p = f->path;
+		if (!p || !*p || p[0] == '/' || strstr(p, "..") || strlen(p) > 1024)
+			return ward_error_set(err, EINVAL, "mount",
+					      "file '%s': expected a relative path inside /workspace",
+					      p ? p : "");
+		total += f->len;
+		if (total > plan->policy->workspace_size)
+			return ward_error_set(err, EFBIG, "mount",
+					      "files larger than the workspace (%llu bytes)",
+					      (unsigned long long)plan->policy->workspace_size);
+		char target[1100];
+		int n = snprintf(target, sizeof(target), "/workspace/%s", p);
+		const char *t = ward_plan_strdup(plan, target, (size_t)n);
+		if (!t)
+			return ward_error_set(err, ENOMEM, "mount", "plan arena exhausted");
+		int r = add_op(plan, (struct ward_mount_op){ .kind = WARD_MNT_FILE, .target = t,
+			       .data = f->data, .len = f->len, .mode = f->mode ? f->mode : 0644,
+			       .owned = true }, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int ward_mounts_prepare(struct ward_plan *plan, struct ward_error *err)
 {
 	const struct ward_policy *p = plan->policy;
@@ -89,6 +120,8 @@ int ward_mounts_prepare(struct ward_plan *plan, struct ward_error *err)
 	for (size_t i = 0; i < ARRAY_SIZE(ops); i++)
 		if ((r = add_op(plan, ops[i], err)) < 0)
 			return r;
+	if ((r = prepare_files(plan, err)) < 0)
+		return r;
 	for (size_t i = 0; i < p->n_binds; i++) {
 		const struct ward_bind *b = &p->binds[i];
 		r = add_op(plan, (struct ward_mount_op){ .kind = WARD_MNT_BIND, .src = b->host,
@@ -180,7 +213,8 @@ static const char *staged(char *buf, size_t len, const char *target)
 	return buf;
 }
 
-static int apply_one(int rootfd, struct ward_mount_op *m, struct ward_error *err)
+static int apply_one(int rootfd, const struct ward_plan *plan, struct ward_mount_op *m,
+		     struct ward_error *err)
 {
 	char path[PATH_MAX];
 	int fd = -1, r = 0;
@@ -195,6 +229,9 @@ static int apply_one(int rootfd, struct ward_mount_op *m, struct ward_error *err
 						   m->data, m->len, O_TRUNC, 0644);
 			if (w < 0)
 				errno = -w, r = -1;
+			else if (m->owned && (fchownat(fd, "", plan->uid, plan->gid, AT_EMPTY_PATH) < 0 ||
+					      fchmodat(AT_FDCWD, path, m->mode & 07777, 0) < 0))
+				r = -1;
 		}
 		break;
 	case WARD_MNT_SYMLINK: {
@@ -253,7 +290,7 @@ int ward_mounts_apply(struct ward_plan *plan, struct ward_error *err)
 	if (rootfd < 0)
 		return fail(err, "unable to open", STAGE);
 	for (size_t i = 0; i < plan->n_mounts; i++) {
-		int r = apply_one(rootfd, &plan->mounts[i], err);
+		int r = apply_one(rootfd, plan, &plan->mounts[i], err);
 		if (r < 0) {
 			close(rootfd);
 			return r;
