@@ -101,7 +101,7 @@ fuzz_smoke() {
 	ninja -C "$FUZZ_BUILD" >/dev/null || return 1
 	local f n=0 bad=0
 	for f in "$FUZZ_BUILD"/tests/fuzz/fuzz-*; do
-		[ -x "$f" ] || continue
+		[ -f "$f" ] && [ -x "$f" ] || continue
 		local name; name=$(basename "$f"); name=${name#fuzz-}
 		local work; work=$(mktemp -d)
 		cp -r "$SRC/tests/fuzz/corpus/$name/." "$work/"
