@@ -54,14 +54,18 @@ static const ward_prepare_fn prepare_steps[] = {
 };
 
 int ward_plan_build(struct ward_plan *plan, const struct ward_policy *policy,
-		    char *const argv[], const struct ward_file *files, size_t n_files,
+		    char *const argv[], const struct ward_sandbox_options *opts,
 		    struct ward_error *err)
 {
 	memset(plan, 0, sizeof(*plan));
 	plan->policy = policy;
 	plan->argv = argv;
-	plan->files = files;
-	plan->n_files = n_files;
+	if (opts) {
+		plan->files = opts->files;
+		plan->n_files = opts->n_files;
+		plan->extra_binds = opts->binds;
+		plan->n_extra_binds = opts->n_binds;
+	}
 	plan->workdir = policy->workdir ? policy->workdir : "/workspace";
 	plan->hostname = policy->hostname ? policy->hostname : "sandbox";
 	plan->allow_degrade = policy->allow_degrade;

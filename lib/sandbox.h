@@ -83,6 +83,8 @@ struct ward_plan {
 	char *const *argv;
 	const struct ward_file *files;  /* for /workspace, set by ward_plan_build */
 	size_t n_files;
+	const struct ward_bind *extra_binds; /* ward's own read-only binds */
+	size_t n_extra_binds;
 	char **envp;           /* NULL-terminated, owned */
 	const char *path_env;  /* value of PATH in envp, for lookups */
 	const char *workdir;
@@ -106,7 +108,7 @@ struct ward_plan {
 
 /* Parent: builds a plan for policy and argv; files go into /workspace. */
 int ward_plan_build(struct ward_plan *plan, const struct ward_policy *policy,
-		    char *const argv[], const struct ward_file *files, size_t n_files,
+		    char *const argv[], const struct ward_sandbox_options *opts,
 		    struct ward_error *err);
 void ward_plan_release(struct ward_plan *plan);
 /* Parent: copies s into the plan's string arena; NULL on ENOMEM.

@@ -240,7 +240,8 @@ static void fill_limits(struct ward_sandbox *r, struct ward_verdict *v)
 		{ cpu_hit, WARD_STATUS_CPU_TIMEOUT, "cpu_time", p->cpu_time_ms },
 		{ failed && r->rep.kind == WARD_REPORT_EXITED && r->rep.disk_full,
 		  WARD_STATUS_DISK_LIMIT, "workspace_size", p->workspace_size },
-		{ v->stdout_truncated || v->stderr_truncated, WARD_STATUS_OUTPUT_LIMIT,
+		{ v->stdout_truncated || v->stderr_truncated || r->killed_for == WARD_KILL_OUTPUT,
+		  WARD_STATUS_OUTPUT_LIMIT,
 		  "output", p->output_limit },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(endings); i++) {
@@ -334,8 +335,7 @@ WARD_EXPORT int ward_sandbox_start(const struct ward_policy *policy, char *const
 	r->deadline_ns = r->start_ns + policy->timeout_ms * 1000000ull;
 	make_id(r->id, sizeof(r->id));
 
-	int rc = ward_plan_build(&r->plan, policy, argv,
-				 opts ? opts->files : NULL, opts ? opts->n_files : 0, err);
+	int rc = ward_plan_build(&r->plan, policy, argv, opts, err);
 	if (rc == 0) {
 		r->plan.cap_last = cap_last();
 		rc = setup_cgroup(r, r->id, err);

@@ -19,6 +19,7 @@ static const char *const status_names[] = {
 	[WARD_STATUS_SIGNALED] = "signaled",
 	[WARD_STATUS_KILLED] = "killed",
 	[WARD_STATUS_SETUP_FAILED] = "setup_failed",
+	[WARD_STATUS_POLICY_VIOLATION] = "policy_violation",
 };
 
 WARD_EXPORT const char *ward_status_name(enum ward_status status)
@@ -85,6 +86,14 @@ static json_t *text(const struct ward_buffer *b)
 
 WARD_EXPORT char *ward_verdict_to_json(const struct ward_verdict *v)
 {
+	json_t *o = ward_verdict_to_object(v);
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return s;
+}
+
+WARD_EXPORT json_t *ward_verdict_to_object(const struct ward_verdict *v)
+{
 	json_t *o = json_object();
 	if (!o)
 		return NULL;
@@ -118,7 +127,5 @@ WARD_EXPORT char *ward_verdict_to_json(const struct ward_verdict *v)
 			"reason", v->setup.code > 0 ? strerror(v->setup.code) : "",
 			"hint", v->setup.hint[0] ? v->setup.hint : NULL));
 	}
-	char *s = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	return s;
+	return o;
 }

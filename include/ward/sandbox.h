@@ -36,12 +36,17 @@ struct ward_sandbox_options {
 	bool stdin_pipe;               /* a pipe to the program's stdin (else /dev/null) */
 	const struct ward_file *files;
 	size_t n_files;
+	/* Extra binds chosen by ward itself (not by the policy), e.g. the
+	 * language runners, read-only at a path the policy may not use. */
+	const struct ward_bind *binds;
+	size_t n_binds;
 };
 
 enum ward_kill_reason {
 	WARD_KILL_TIMEOUT = 1,  /* the wall-time limit */
 	WARD_KILL_CPU,          /* the CPU-time limit */
 	WARD_KILL_CANCEL,       /* the caller cancelled: status "killed" */
+	WARD_KILL_OUTPUT,       /* the output cap of a kernel's protocol channel */
 };
 
 /* Builds and starts a sandbox running argv. On success *out owns every

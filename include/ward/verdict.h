@@ -30,6 +30,7 @@ enum ward_status {
 	WARD_STATUS_SIGNALED,
 	WARD_STATUS_KILLED,
 	WARD_STATUS_SETUP_FAILED,
+	WARD_STATUS_POLICY_VIOLATION,  /* the advisory lint refused the code */
 };
 
 /* "ok", "error", "timeout", ... */
@@ -73,6 +74,12 @@ void ward_verdict_release(struct ward_verdict *v);
 /* The verdict as one JSON object (malloc'ed string, caller frees), or NULL on
  * ENOMEM. */
 char *ward_verdict_to_json(const struct ward_verdict *v);
+
+/* The same as a jansson object (new reference), for callers that add to it
+ * (the kernels' results, artifacts). Declared with a forward type so that
+ * this header does not need jansson. */
+struct json_t;
+struct json_t *ward_verdict_to_object(const struct ward_verdict *v);
 
 #ifdef __cplusplus
 }

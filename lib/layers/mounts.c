@@ -122,6 +122,13 @@ int ward_mounts_prepare(struct ward_plan *plan, struct ward_error *err)
 			return r;
 	if ((r = prepare_files(plan, err)) < 0)
 		return r;
+	for (size_t i = 0; i < plan->n_extra_binds; i++) {
+		const struct ward_bind *b = &plan->extra_binds[i];
+		r = add_op(plan, (struct ward_mount_op){ .kind = WARD_MNT_BIND, .src = b->host,
+			   .target = b->inside, .writable = false }, err);
+		if (r < 0)
+			return r;
+	}
 	for (size_t i = 0; i < p->n_binds; i++) {
 		const struct ward_bind *b = &p->binds[i];
 		r = add_op(plan, (struct ward_mount_op){ .kind = WARD_MNT_BIND, .src = b->host,

@@ -8,6 +8,8 @@
 #include "base/util.h"
 #include "config.h"
 #include "doctor.h"
+#include "exec.h"
+#include "options.h"
 #include "run.h"
 
 static const char usage[] =
@@ -17,6 +19,8 @@ static const char usage[] =
 	"\n"
 	"commands:\n"
 	"  run [OPTIONS] -- PROGRAM [ARG...]   run a program in a fresh sandbox\n"
+	"  exec --lang LANG -c CODE...         run code cells in a language kernel\n"
+	"  call --lang python -f F --function  call a function with JSON arguments\n"
 	"  doctor [--json]                     what this host supports, and fixes\n"
 	"  gc                                  remove what dead supervisors left\n"
 	"  help                                this text\n"
@@ -46,6 +50,10 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "run") == 0)
 		return ward_cli_run(argc - 1, argv + 1);
+	if (strcmp(cmd, "exec") == 0)
+		return ward_cli_code(WARD_CLI_EXEC, argc - 1, argv + 1);
+	if (strcmp(cmd, "call") == 0)
+		return ward_cli_code(WARD_CLI_CALL, argc - 1, argv + 1);
 	if (strcmp(cmd, "doctor") == 0)
 		return ward_cli_doctor(argc - 1, argv + 1);
 	if (strcmp(cmd, "gc") == 0)

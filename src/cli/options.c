@@ -10,39 +10,60 @@
 #include "base/util.h"
 #include "options.h"
 
-enum kind { FLAG_FIELD, FLAG_BOOL, FLAG_POLICY, FLAG_VERBOSE };
+enum kind {
+	FLAG_FIELD,    /* sets a policy field */
+	FLAG_BOOL,     /* sets a bool member */
+	FLAG_STRING,   /* sets a string member (once) */
+	FLAG_POLICY,
+	FLAG_VERBOSE,
+	FLAG_CELL,     /* -c CODE: a cell */
+	FLAG_CELLFILE, /* -f FILE: a cell from a file (exec), the tool file (call) */
+	FLAG_FILEIN,   /* --file HOST:PATH */
+};
+
+enum { RUN = 1 << WARD_CLI_RUN, EXEC = 1 << WARD_CLI_EXEC, CALL = 1 << WARD_CLI_CALL,
+       ALL = RUN | EXEC | CALL, CODE = EXEC | CALL };
 
 struct flag {
 	const char *name;     /* long name, "--memory" */
 	char short_name;      /* 0 if none */
 	enum kind kind;
 	const char *field;    /* FLAG_FIELD: policy field */
-	size_t bool_offset;   /* FLAG_BOOL: offset of the bool in ward_cli_run */
+	size_t offset;        /* FLAG_BOOL/FLAG_STRING: member of ward_cli_run */
+	unsigned modes;       /* where the flag exists */
 };
 
 #define B(member) offsetof(struct ward_cli_run, member)
 
 static const struct flag flags[] = {
-	{ "--policy", 0, FLAG_POLICY, NULL, 0 },
-	{ "--memory", 0, FLAG_FIELD, "limits.memory", 0 },
-	{ "--pids", 0, FLAG_FIELD, "limits.pids", 0 },
-	{ "--timeout", 0, FLAG_FIELD, "limits.timeout", 0 },
-	{ "--cpu-time", 0, FLAG_FIELD, "limits.cpu_time", 0 },
-	{ "--cpus", 0, FLAG_FIELD, "limits.cpus", 0 },
-	{ "--workspace-size", 0, FLAG_FIELD, "limits.workspace_size", 0 },
-	{ "--output-limit", 0, FLAG_FIELD, "limits.output", 0 },
-	{ "--ro", 0, FLAG_FIELD, "mounts.ro", 0 },
-	{ "--rw", 0, FLAG_FIELD, "mounts.rw", 0 },
-	{ "--env", 'e', FLAG_FIELD, "env", 0 },
-	{ "--workdir", 'w', FLAG_FIELD, "workdir", 0 },
-	{ "--net", 0, FLAG_FIELD, "network", 0 },
-	{ "--json", 0, FLAG_BOOL, NULL, B(json) },
-	{ "--quiet", 'q', FLAG_BOOL, NULL, B(quiet) },
-	{ "--verbose", 'v', FLAG_VERBOSE, NULL, 0 },
-	{ "--help", 'h', FLAG_BOOL, NULL, B(help) },
-	{ "--version", 'V', FLAG_BOOL, NULL, B(version) },
-	{ "--stdin", 'i', FLAG_BOOL, NULL, B(stdin) },
-	{ "--print-policy", 0, FLAG_BOOL, NULL, B(print_policy) },
+	{ "--lang", 'l', FLAG_STRING, NULL, B(lang), CODE },
+	{ "--code", 'c', FLAG_CELL, NULL, 0, EXEC },
+	{ "--cell-file", 'f', FLAG_CELLFILE, NULL, 0, CODE },
+	{ "--file", 0, FLAG_FILEIN, NULL, 0, CODE },
+	{ "--artifacts", 0, FLAG_STRING, NULL, B(artifacts_dir), CODE },
+	{ "--function", 0, FLAG_STRING, NULL, B(function), CALL },
+	{ "--args", 0, FLAG_STRING, NULL, B(args), CALL },
+	{ "--keep-going", 0, FLAG_BOOL, NULL, B(keep_going), EXEC },
+	{ "--policy", 0, FLAG_POLICY, NULL, 0, ALL },
+	{ "--memory", 0, FLAG_FIELD, "limits.memory", 0, ALL },
+	{ "--pids", 0, FLAG_FIELD, "limits.pids", 0, ALL },
+	{ "--timeout", 0, FLAG_FIELD, "limits.timeout", 0, ALL },
+	{ "--cpu-time", 0, FLAG_FIELD, "limits.cpu_time", 0, ALL },
+	{ "--cpus", 0, FLAG_FIELD, "limits.cpus", 0, ALL },
+	{ "--workspace-size", 0, FLAG_FIELD, "limits.workspace_size", 0, ALL },
+	{ "--output-limit", 0, FLAG_FIELD, "limits.output", 0, ALL },
+	{ "--ro", 0, FLAG_FIELD, "mounts.ro", 0, ALL },
+	{ "--rw", 0, FLAG_FIELD, "mounts.rw", 0, ALL },
+	{ "--env", 'e', FLAG_FIELD, "env", 0, ALL },
+	{ "--workdir", 'w', FLAG_FIELD, "workdir", 0, ALL },
+	{ "--net", 0, FLAG_FIELD, "network", 0, ALL },
+	{ "--json", 0, FLAG_BOOL, NULL, B(json), ALL },
+	{ "--quiet", 'q', FLAG_BOOL, NULL, B(quiet), ALL },
+	{ "--verbose", 'v', FLAG_VERBOSE, NULL, 0, ALL },
+	{ "--help", 'h', FLAG_BOOL, NULL, B(help), ALL },
+	{ "--version", 'V', FLAG_BOOL, NULL, B(version), ALL },
+	{ "--stdin", 'i', FLAG_BOOL, NULL, B(stdin), RUN },
+	{ "--print-policy", 0, FLAG_BOOL, NULL, B(print_policy), ALL },
 };
 
 const char ward_cli_run_usage[] =
@@ -72,25 +93,28 @@ const char ward_cli_run_usage[] =
 	"  -h, --help             this text\n"
 	"  -V, --version          ward's version\n";
 
-static const struct flag *find_long(const char *name, size_t len)
+static const struct flag *find_long(enum ward_cli_mode mode, const char *name, size_t len)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(flags); i++)
-		if (strlen(flags[i].name + 2) == len && strncmp(flags[i].name + 2, name, len) == 0)
+		if ((flags[i].modes & (1u << mode)) && strlen(flags[i].name + 2) == len &&
+		    strncmp(flags[i].name + 2, name, len) == 0)
 			return &flags[i];
 	return NULL;
 }
 
-static const struct flag *find_short(char c)
+static const struct flag *find_short(enum ward_cli_mode mode, char c)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(flags); i++)
-		if (flags[i].short_name == c)
+		if ((flags[i].modes & (1u << mode)) && flags[i].short_name == c)
 			return &flags[i];
 	return NULL;
 }
+
+static const char *const mode_names[] = { "run", "exec", "call" };
 
 static bool takes_value(const struct flag *f)
 {
-	return f->kind == FLAG_FIELD || f->kind == FLAG_POLICY;
+	return f->kind != FLAG_BOOL && f->kind != FLAG_VERBOSE;
 }
 
 static int record(struct ward_cli_run *o, const struct flag *f, const char *value,
@@ -108,7 +132,31 @@ static int record(struct ward_cli_run *o, const struct flag *f, const char *valu
 		o->overrides[o->n_overrides++] = (struct ward_cli_override){ f->field, value, typed };
 		return 0;
 	case FLAG_BOOL:
-		*(bool *)((char *)o + f->bool_offset) = true;
+		*(bool *)((char *)o + f->offset) = true;
+		return 0;
+	case FLAG_STRING: {
+		const char **slot = (const char **)(void *)((char *)o + f->offset);
+		if (*slot)
+			return ward_error_set(err, EINVAL, "cli", "%s: given twice", typed);
+		*slot = value;
+		return 0;
+	}
+	case FLAG_CELL:
+	case FLAG_CELLFILE:
+		if (f->kind == FLAG_CELLFILE && o->mode == WARD_CLI_CALL) {
+			if (o->tool_file)
+				return ward_error_set(err, EINVAL, "cli", "%s: given twice", typed);
+			o->tool_file = value;
+			return 0;
+		}
+		if (o->n_cells >= WARD_CLI_MAX_CELLS)
+			return ward_error_set(err, E2BIG, "cli", "%s: too many cells", typed);
+		o->cells[o->n_cells++] = (struct ward_cli_cell){ value, f->kind == FLAG_CELLFILE };
+		return 0;
+	case FLAG_FILEIN:
+		if (o->n_files >= WARD_CLI_MAX_FILES)
+			return ward_error_set(err, E2BIG, "cli", "%s: too many files", typed);
+		o->files[o->n_files++] = value;
 		return 0;
 	case FLAG_VERBOSE:
 		o->verbose++;
@@ -125,9 +173,10 @@ static int parse_one(int argc, char **argv, int i, struct ward_cli_run *o, struc
 	const char *a = argv[i];
 	if (a[1] == '-') {
 		const char *name = a + 2, *eq = strchr(name, '=');
-		const struct flag *f = find_long(name, eq ? (size_t)(eq - name) : strlen(name));
+		const struct flag *f = find_long(o->mode, name, eq ? (size_t)(eq - name) : strlen(name));
 		if (!f)
-			return ward_error_set(err, EINVAL, "cli", "unknown option '%s' (see 'ward run --help')", a);
+			return ward_error_set(err, EINVAL, "cli", "unknown option '%.*s' (see 'ward %s --help')",
+					      (int)(eq ? eq - a : (long)strlen(a)), a, mode_names[o->mode]);
 		if (!takes_value(f)) {
 			if (eq)
 				return ward_error_set(err, EINVAL, "cli", "%s takes no value", f->name);
@@ -140,9 +189,10 @@ static int parse_one(int argc, char **argv, int i, struct ward_cli_run *o, struc
 		return record(o, f, argv[i + 1], f->name, err) < 0 ? -EINVAL : 2;
 	}
 	for (const char *c = a + 1; *c; c++) {
-		const struct flag *f = find_short(*c);
+		const struct flag *f = find_short(o->mode, *c);
 		if (!f)
-			return ward_error_set(err, EINVAL, "cli", "unknown option '-%c' (see 'ward run --help')", *c);
+			return ward_error_set(err, EINVAL, "cli", "unknown option '-%c' (see 'ward %s --help')",
+					      *c, mode_names[o->mode]);
 		if (!takes_value(f)) {
 			if (record(o, f, NULL, f->name, err) < 0)
 				return -EINVAL;
@@ -159,7 +209,40 @@ static int parse_one(int argc, char **argv, int i, struct ward_cli_run *o, struc
 
 int ward_cli_parse_run(int argc, char **argv, struct ward_cli_run *o, struct ward_error *err)
 {
+	return ward_cli_parse(WARD_CLI_RUN, argc, argv, o, err);
+}
+
+/* exec and call take no program: what is left must be "-" (a cell from
+ * stdin, exec only). */
+static int parse_code_rest(int argc, char **argv, int i, struct ward_cli_run *o,
+			   struct ward_error *err)
+{
+	for (; i < argc; i++) {
+		if (o->mode == WARD_CLI_EXEC && strcmp(argv[i], "-") == 0) {
+			if (o->n_cells >= WARD_CLI_MAX_CELLS)
+				return ward_error_set(err, E2BIG, "cli", "too many cells");
+			o->cells[o->n_cells++] = (struct ward_cli_cell){ "-", true };
+			continue;
+		}
+		return ward_error_set(err, EINVAL, "cli", "unexpected argument '%s' (see 'ward %s --help')",
+				      argv[i], mode_names[o->mode]);
+	}
+	if (o->help || o->version || o->print_policy)
+		return 0;
+	if (!o->lang)
+		return ward_error_set(err, EINVAL, "cli", "--lang: expected python, node or bash");
+	if (o->mode == WARD_CLI_EXEC && o->n_cells == 0)
+		return ward_error_set(err, EINVAL, "cli", "no code given (-c CODE, -f FILE or -)");
+	if (o->mode == WARD_CLI_CALL && (!o->tool_file || !o->function))
+		return ward_error_set(err, EINVAL, "cli", "ward call needs -f FILE and --function NAME");
+	return 0;
+}
+
+int ward_cli_parse(enum ward_cli_mode mode, int argc, char **argv, struct ward_cli_run *o,
+		   struct ward_error *err)
+{
 	memset(o, 0, sizeof(*o));
+	o->mode = mode;
 	int i = 1;
 	while (i < argc) {
 		const char *a = argv[i];
@@ -168,12 +251,14 @@ int ward_cli_parse_run(int argc, char **argv, struct ward_cli_run *o, struct war
 			break;
 		}
 		if (a[0] != '-' || a[1] == '\0')
-			break; /* the program starts here */
+			break; /* the program (run) or "-" (exec) starts here */
 		int used = parse_one(argc, argv, i, o, err);
 		if (used < 0)
 			return used;
 		i += used;
 	}
+	if (mode != WARD_CLI_RUN)
+		return parse_code_rest(argc, argv, i, o, err);
 	if (i < argc)
 		o->argv = &argv[i];
 	if (!o->argv && !o->help && !o->version && !o->print_policy)

@@ -10,7 +10,14 @@
 #include "ward/error.h"
 #include "ward/policy.h"
 
-enum { WARD_CLI_MAX_OVERRIDES = 128 };
+enum { WARD_CLI_MAX_OVERRIDES = 128, WARD_CLI_MAX_CELLS = 64, WARD_CLI_MAX_FILES = 64 };
+
+enum ward_cli_mode { WARD_CLI_RUN, WARD_CLI_EXEC, WARD_CLI_CALL };
+
+struct ward_cli_cell {
+	const char *text;    /* code, or a path ("-": stdin) when from_file */
+	bool from_file;
+};
 
 struct ward_cli_override {
 	const char *field;   /* ward_policy_set field */
@@ -19,6 +26,7 @@ struct ward_cli_override {
 };
 
 struct ward_cli_run {
+	enum ward_cli_mode mode;
 	const char *policy_file;
 	struct ward_cli_override overrides[WARD_CLI_MAX_OVERRIDES];
 	size_t n_overrides;
@@ -29,11 +37,24 @@ struct ward_cli_run {
 	bool version;
 	bool stdin;          /* relay ward's stdin to the program */
 	bool print_policy;   /* print the effective policy and exit */
-	char **argv;         /* the program and its arguments */
+	char **argv;         /* run: the program and its arguments */
+	/* exec and call */
+	const char *lang;
+	struct ward_cli_cell cells[WARD_CLI_MAX_CELLS];
+	size_t n_cells;
+	const char *files[WARD_CLI_MAX_FILES];   /* --file HOST:PATH */
+	size_t n_files;
+	const char *artifacts_dir;
+	const char *tool_file;   /* call: -f FILE */
+	const char *function;
+	const char *args;
+	bool keep_going;         /* exec: run later cells after an error */
 };
 
-/* Parses argv (argv[0] is "run"). Returns 0 or -EINVAL with err naming the
- * flag. No I/O. */
+/* Parses argv (argv[0] is the subcommand). Returns 0 or -EINVAL with err
+ * naming the flag. No I/O. */
+int ward_cli_parse(enum ward_cli_mode mode, int argc, char **argv, struct ward_cli_run *o,
+		   struct ward_error *err);
 int ward_cli_parse_run(int argc, char **argv, struct ward_cli_run *o, struct ward_error *err);
 
 /* Builds the effective policy: defaults, then o->policy_file (read here),

@@ -11,8 +11,9 @@ int main(void)
 	static const char *const names[] = {
 		"ok", "error", "timeout", "cpu_timeout", "memory_limit", "pids_limit",
 		"output_limit", "disk_limit", "signaled", "killed", "setup_failed",
+		"policy_violation",
 	};
-	for (int i = 0; i <= WARD_STATUS_SETUP_FAILED; i++)
+	for (int i = 0; i <= WARD_STATUS_POLICY_VIOLATION; i++)
 		is_str(ward_status_name((enum ward_status)i), names[i], "status %d is %s", i, names[i]);
 	is_str(ward_status_name((enum ward_status)99), "unknown", "out of range");
 

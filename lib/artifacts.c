@@ -1,0 +1,276 @@
+/* lib/artifacts.c — files a run created or changed under /workspace.
+ *
+ * Read from outside, while the sandbox still runs, through its init's root
+ * (/proc/<pid>/root) with openat2: every step stays beneath the workspace,
+ * no symlink is ever followed and no other mount is entered, so a program
+ * cannot point ward at a host file. Only regular files are hashed and
+ * copied; symlinks and special files are listed as skipped. Copies land
+ * under the caller's directory without following symlinks there either,
+ * within count, size and total caps that are reported when hit.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "base/util.h"
+#include "kernel-internal.h"
+
+enum { MAX_DEPTH = 16, SCAN_MAX_ENTRIES = 10000 };
+
+static int open_beneath(int dirfd, const char *name, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   RESOLVE_NO_XDEV,
+	};
+	return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+}
+
+static const char *mime_of(const char *path)
+{
+	static const struct { const char *ext, *mime; } types[] = {
+		{ ".png", "image/png" }, { ".jpg", "image/jpeg" }, { ".jpeg", "image/jpeg" },
+		{ ".gif", "image/gif" }, { ".svg", "image/svg+xml" }, { ".webp", "image/webp" },
+		{ ".pdf", "application/pdf" }, { ".json", "application/json" },
+		{ ".csv", "text/csv" }, { ".tsv", "text/tab-separated-values" },
+		{ ".txt", "text/plain" }, { ".md", "text/markdown" }, { ".html", "text/html" },
+		{ ".htm", "text/html" }, { ".xml", "application/xml" }, { ".py", "text/x-python" },
+		{ ".js", "text/javascript" }, { ".sh", "text/x-shellscript" },
+		{ ".parquet", "application/vnd.apache.parquet" }, { ".zip", "application/zip" },
+		{ ".gz", "application/gzip" }, { ".tar", "application/x-tar" },
+		{ ".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" },
+		{ ".npy", "application/octet-stream" }, { ".log", "text/plain" },
+	};
+	const char *dot = strrchr(path, '.');
+	const char *slash = strrchr(path, '/');
+	if (dot && (!slash || dot > slash))
+		for (size_t i = 0; i < ARRAY_SIZE(types); i++)
+			if (strcasecmp(dot, types[i].ext) == 0)
+				return types[i].mime;
+	return "application/octet-stream";
+}
+
+struct scan {
+	const struct ward_artifact_limits *lim;
+	const struct ward_kernel_input *inputs;
+	size_t n_inputs;
+	int dest;                /* destination dirfd or -1 */
+	json_t *list, *skipped;
+	uint32_t listed;
+	uint64_t copied_total;
+	unsigned entries;
+};
+
+static void skip(struct scan *s, const char *path, const char *reason)
+{
+	json_array_append_new(s->skipped, json_pack("{s:s, s:s}", "path", path, "reason", reason));
+}
+
+/* Creates the parent directories of rel under dest, never following a
+ * symlink; returns a dirfd for the last one. */
+static int dest_parent(int dest, const char *rel, const char **leaf)
+{
+	char buf[4096];
+	ward_strlcpy(buf, rel, sizeof(buf));
+	int cur = (int)fcntl(dest, F_DUPFD_CLOEXEC, 3);
+	char *s = buf, *slash;
+	while (cur >= 0 && (slash = strchr(s, '/')) != NULL) {
+		*slash = '\0';
+		if (mkdirat(cur, s, 0755) < 0 && errno != EEXIST) {
+			close(cur);
+			return -1;
+		}
+		int next = openat(cur, s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(cur);
+		cur = next;
+		s = slash + 1;
+	}
+	*leaf = rel + (s - buf);
+	return cur;
+}
+
+/* Hashes fd, copying to out (when >= 0) as it goes. */
+static int hash_copy(int fd, int out, char hex[65])
+{
+	crypto_hash_sha256_state st;
+	unsigned char digest[crypto_hash_sha256_BYTES];
+	char buf[65536];
+	crypto_hash_sha256_init(&st);
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		crypto_hash_sha256_update(&st, (unsigned char *)buf, (unsigned long long)n);
+		if (out >= 0 && ward_write_all(out, buf, (size_t)n) < 0)
+			return -EIO;
+	}
+	crypto_hash_sha256_final(&st, digest);
+	sodium_bin2hex(hex, 65, digest, sizeof(digest));
+	return 0;
+}
+
+static bool unchanged_input(const struct scan *s, const char *rel, const char *hex)
+{
+	for (size_t i = 0; i < s->n_inputs; i++)
+		if (strcmp(s->inputs[i].path, rel) == 0 && strcmp(s->inputs[i].sha256, hex) == 0)
+			return true;
+	return false;
+}
+
+static int copy_target(struct scan *s, const char *rel, uint64_t size)
+{
+	if (s->dest < 0)
+		return -1;
+	if (size > s->lim->max_file) {
+		skip(s, rel, "larger than the per-file cap; listed, not copied");
+		return -1;
+	}
+	if (s->copied_total + size > s->lim->max_total) {
+		skip(s, rel, "over the total copy cap; listed, not copied");
+		return -1;
+	}
+	const char *leaf;
+	int dir = dest_parent(s->dest, rel, &leaf);
+	if (dir < 0) {
+		skip(s, rel, "unable to create its directory in the destination");
+		return -1;
+	}
+	int out = openat(dir, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	close(dir);
+	if (out < 0)
+		skip(s, rel, "unable to create it in the destination");
+	else
+		s->copied_total += size;
+	return out;
+}
+
+static void regular_file(struct scan *s, int dirfd, const char *name, const char *rel)
+{
+	int fd = open_beneath(dirfd, name, O_RDONLY | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		skip(s, rel, fd < 0 ? "unreadable" : "not a regular file");
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	char hex[65];
+	int out = copy_target(s, rel, (uint64_t)st.st_size);
+	int r = hash_copy(fd, out, hex);
+	close(fd);
+	if (out >= 0)
+		close(out);
+	if (r < 0) {
+		skip(s, rel, "read failed");
+		return;
+	}
+	if (unchanged_input(s, rel, hex))
+		return;
+	json_array_append_new(s->list, json_pack("{s:s, s:I, s:s, s:s, s:b}", "path", rel,
+		"size", (json_int_t)st.st_size, "sha256", hex, "mime_type", mime_of(rel),
+		"copied", out >= 0));
+}
+
+static void walk(struct scan *s, int dirfd, const char *prefix, int depth)
+{
+	int fd = (int)fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		char rel[4096];
+		snprintf(rel, sizeof(rel), "%s%s%s", prefix, *prefix ? "/" : "", e->d_name);
+		struct stat st;
+		if (++s->entries > SCAN_MAX_ENTRIES) {
+			skip(s, rel, "scan stopped: too many entries");
+			break;
+		}
+		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			int sub = depth < MAX_DEPTH ? open_beneath(dirfd, e->d_name, O_RDONLY | O_DIRECTORY) : -1;
+			if (sub < 0) {
+				skip(s, rel, "directory not entered (depth, or another mount)");
+				continue;
+			}
+			walk(s, sub, rel, depth + 1);
+			close(sub);
+		} else if (S_ISLNK(st.st_mode)) {
+			skip(s, rel, "symbolic link: never followed or copied");
+		} else if (!S_ISREG(st.st_mode)) {
+			skip(s, rel, "special file: never copied");
+		} else if (s->listed >= s->lim->max_count) {
+			skip(s, rel, "over the artifact count cap");
+		} else {
+			s->listed++;
+			regular_file(s, dirfd, e->d_name, rel);
+		}
+	}
+	closedir(d);
+}
+
+int ward_artifacts_collect(struct ward_sandbox *sb, const struct ward_kernel_input *inputs,
+			   size_t n_inputs, const char *copy_to,
+			   const struct ward_artifact_limits *lim, json_t **list, json_t **skipped,
+			   struct ward_error *err)
+{
+	struct scan s = { .lim = lim, .inputs = inputs, .n_inputs = n_inputs, .dest = -1,
+			  .list = json_array(), .skipped = json_array() };
+	int rc = 0, root = -1, ws = -1;
+	if (!s.list || !s.skipped) {
+		rc = ward_error_set(err, ENOMEM, "artifacts", "out of memory");
+		goto out;
+	}
+	if (copy_to) {
+		if (mkdir(copy_to, 0755) < 0 && errno != EEXIST) {
+			rc = ward_error_set(err, errno, "artifacts", "unable to create '%s'", copy_to);
+			goto out;
+		}
+		s.dest = open(copy_to, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (s.dest < 0) {
+			rc = ward_error_set(err, errno, "artifacts", "unable to open '%s'", copy_to);
+			goto out;
+		}
+	}
+	root = ward_sandbox_open_root(sb);
+	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	if (root >= 0)
+		ws = (int)syscall(SYS_openat2, root, "workspace", &how, sizeof(how));
+	if (ws < 0) {
+		rc = ward_error_set(err, errno, "artifacts", "unable to open the sandbox's /workspace");
+		goto out;
+	}
+	walk(&s, ws, "", 0);
+out:
+	if (ws >= 0)
+		close(ws);
+	if (root >= 0)
+		close(root);
+	if (s.dest >= 0)
+		close(s.dest);
+	if (rc < 0) {
+		json_decref(s.list);
+		json_decref(s.skipped);
+		return rc;
+	}
+	*list = s.list;
+	*skipped = s.skipped;
+	return 0;
+}

@@ -1,0 +1,505 @@
+/* lib/kernel.c — language kernels over the sandbox interface.
+ *
+ * Starts a runner (runners/<lang>/) in a sandbox with the runners bound
+ * read-only at /opt/ward/runners, sends JSON-lines requests on its stdin and
+ * reads JSON-lines messages from its stdout. The kernel runs untrusted code
+ * in its own process, so every line is capped, parsed, and treated as a
+ * claim: never as an instruction, never trusted for limits (the sandbox's
+ * verdict says how it ended). Lines that are not protocol messages (output
+ * that bypassed the kernel) become stream messages.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/util.h"
+#include "kernel-internal.h"
+#include <sodium.h>
+
+#define RUNNERS_INSIDE "/opt/ward/runners"
+
+enum {
+	READ_CHUNK = 65536,
+	MIN_LINE_MAX = 64 << 20,   /* a matplotlib PNG in base64 fits easily */
+};
+
+struct ward_kernel {
+	struct ward_policy policy;
+	struct ward_sandbox *sb;
+	enum ward_lang lang;
+	char runners[PATH_MAX];
+	struct ward_bind bind;
+	/* protocol input */
+	char *line;
+	size_t line_len, line_cap, line_max;
+	bool line_overflow;
+	uint64_t proto_total, proto_max;
+	bool out_eof, err_eof;
+	/* requests not yet written */
+	char *pending;
+	size_t pending_len, pending_off;
+	unsigned next_id;
+	bool dead;
+	struct ward_kernel_input *inputs;
+	size_t n_inputs;
+};
+
+static const char *const lang_names[] = { "python", "node", "bash" };
+
+WARD_EXPORT const char *ward_lang_name(enum ward_lang lang)
+{
+	return (size_t)lang < ARRAY_SIZE(lang_names) ? lang_names[lang] : NULL;
+}
+
+WARD_EXPORT int ward_lang_from_name(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(lang_names); i++)
+		if (strcmp(name, lang_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+WARD_EXPORT struct ward_sandbox *ward_kernel_sandbox(struct ward_kernel *k)
+{
+	return k->sb;
+}
+
+/* The runners: $WARD_RUNNERS, next to the binary in a build tree
+ * (build/src/ward -> ../../runners), or the installed data directory. */
+static int find_runners(const char *given, char *out, size_t len, struct ward_error *err)
+{
+	char exe[PATH_MAX], cand[PATH_MAX + 64];
+	struct stat st;
+	const char *env = getenv("WARD_RUNNERS");
+	if (given || env) {
+		if (!realpath(given ? given : env, out))
+			return ward_error_set(err, errno, "kernel", "runners directory '%s'",
+					      given ? given : env);
+		return 0;
+	}
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash)
+			*slash = '\0';
+		const char *rel[] = { "/../../runners", "/../share/ward/runners" };
+		for (size_t i = 0; i < ARRAY_SIZE(rel); i++) {
+			snprintf(cand, sizeof(cand), "%s%s", exe, rel[i]);
+			if (stat(cand, &st) == 0 && S_ISDIR(st.st_mode) && realpath(cand, out))
+				return 0;
+		}
+	}
+	(void)len;
+	return ward_error_set(err, ENOENT, "kernel",
+			      "no runners directory found (set WARD_RUNNERS)");
+}
+
+static char *kernel_config(const struct ward_policy *p, json_t *lint)
+{
+	json_t *c = json_pack("{s:I, s:I, s:I, s:I, s:s, s:[s,s]}",
+			      "output_limit", (json_int_t)p->output_limit,
+			      "memory_limit", (json_int_t)p->memory,
+			      "timeout_ms", (json_int_t)p->timeout_ms,
+			      "cpu_time_ms", (json_int_t)p->cpu_time_ms,
+			      "network", "none", "writable", "/workspace", "/tmp");
+	if (!c)
+		return NULL;
+	json_t *w = json_object_get(c, "writable");
+	for (size_t i = 0; i < p->n_binds; i++)
+		if (p->binds[i].writable)
+			json_array_append_new(w, json_string(p->binds[i].inside));
+	if (lint)
+		json_object_set(c, "lint", lint);
+	char *s = json_dumps(c, JSON_COMPACT);
+	json_decref(c);
+	return s;
+}
+
+static int prepare_policy(struct ward_kernel *k, const struct ward_policy *src, json_t *lint,
+			  struct ward_error *err)
+{
+	int r = ward_policy_copy(&k->policy, src, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *cfg = kernel_config(src, lint);
+	if (!cfg)
+		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
+	size_t n = strlen(cfg) + 32;
+	_cleanup_free_ char *var = malloc(n);
+	if (!var)
+		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
+	snprintf(var, n, "WARD_KERNEL_CONFIG=%s", cfg);
+	if ((r = ward_policy_set(&k->policy, "env", var, "kernel", err)) < 0 ||
+	    (r = ward_policy_set(&k->policy, "env", "MPLBACKEND=Agg", "kernel", err)) < 0)
+		return r;
+	/* The protocol channel carries base64 images and the kernel's own
+	 * capped streams: it gets more room than the program's output cap. */
+	k->line_max = src->output_limit * 2 > MIN_LINE_MAX ? src->output_limit * 2 : MIN_LINE_MAX;
+	k->proto_max = k->line_max * 4;
+	return 0;
+}
+
+static void emit_stream(const char *name, const char *text, size_t len, ward_kernel_cb cb,
+			void *ctx)
+{
+	json_t *m = json_pack("{s:s, s:{s:s, s:s%}}", "msg_type", "stream", "content", "name",
+			      name, "text", text, len);
+	if (!m) /* not UTF-8: keep what can be said */
+		m = json_pack("{s:s, s:{s:s, s:s}}", "msg_type", "stream", "content", "name", name,
+			      "text", "\xef\xbf\xbd");
+	if (m && cb)
+		cb(m, ctx);
+	json_decref(m);
+}
+
+/* One complete line from the kernel's stdout. Returns the parsed message
+ * (new reference) or NULL when the line is not a protocol message. */
+static json_t *parse_line(const char *line, size_t len)
+{
+	if (len == 0 || line[0] != '{')
+		return NULL;
+	json_t *m = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
+	if (m && (!json_is_object(m) || !json_is_string(json_object_get(m, "msg_type")) ||
+		  !json_is_object(json_object_get(m, "content")))) {
+		json_decref(m);
+		m = NULL;
+	}
+	return m;
+}
+
+struct waiter {
+	const char *want_type;  /* message type that ends the wait */
+	const char *want_id;    /* its parent_id, or NULL */
+	json_t *found;          /* its content (new reference) */
+	ward_kernel_cb cb;
+	void *ctx;
+	uint64_t until_ns;      /* give up then (0: only the sandbox's limits) */
+};
+
+static void dispatch(struct ward_kernel *k, struct waiter *w, const char *line, size_t len)
+{
+	json_t *m = parse_line(line, len);
+	if (!m) {
+		/* output that went around the kernel: still the program's stdout */
+		char *t = malloc(len + 1);
+		if (t) {
+			memcpy(t, line, len);
+			t[len] = '\n';
+			emit_stream("stdout", t, len + 1, w->cb, w->ctx);
+			free(t);
+		}
+		return;
+	}
+	const char *type = json_string_value(json_object_get(m, "msg_type"));
+	const char *pid = json_string_value(json_object_get(m, "parent_id"));
+	if (w->want_type && !w->found && strcmp(type, w->want_type) == 0 &&
+	    (!w->want_id || (pid && strcmp(pid, w->want_id) == 0))) {
+		w->found = json_incref(json_object_get(m, "content"));
+	} else if (w->cb) {
+		w->cb(m, w->ctx);
+	}
+	(void)k;
+	json_decref(m);
+}
+
+/* Reads what the kernel wrote on stdout; complete lines are dispatched. A
+ * line over the cap is dropped whole (and reported once as stderr). */
+static void read_stdout(struct ward_kernel *k, struct waiter *w)
+{
+	char buf[READ_CHUNK];
+	ssize_t n = read(ward_sandbox_stdout(k->sb), buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		k->out_eof = true;
+		return;
+	}
+	k->proto_total += (uint64_t)n;
+	if (k->proto_total > k->proto_max) {
+		ward_sandbox_kill(k->sb, WARD_KILL_OUTPUT);
+		k->dead = true;
+		return;
+	}
+	for (ssize_t i = 0; i < n; i++) {
+		if (buf[i] == '\n') {
+			if (!k->line_overflow)
+				dispatch(k, w, k->line, k->line_len);
+			k->line_len = 0;
+			k->line_overflow = false;
+			continue;
+		}
+		if (k->line_overflow)
+			continue;
+		if (k->line_len + 1 > k->line_max) {
+			k->line_overflow = true;
+			emit_stream("stderr", "ward: a kernel message over the size cap was dropped\n",
+				    54, w->cb, w->ctx);
+			continue;
+		}
+		if (k->line_len + 1 > k->line_cap) {
+			size_t cap = k->line_cap ? k->line_cap * 2 : 65536;
+			char *nl = realloc(k->line, cap);
+			if (!nl) {
+				k->line_overflow = true;
+				continue;
+			}
+			k->line = nl;
+			k->line_cap = cap;
+		}
+		k->line[k->line_len++] = buf[i];
+	}
+}
+
+/* The kernel's raw stderr: interpreter failures before the kernel took
+ * over its fds, or child output that went around it. */
+static void read_stderr(struct ward_kernel *k, struct waiter *w)
+{
+	char buf[READ_CHUNK];
+	ssize_t n = read(ward_sandbox_stderr(k->sb), buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		k->err_eof = true;
+		return;
+	}
+	k->proto_total += (uint64_t)n;
+	emit_stream("stderr", buf, (size_t)n, w->cb, w->ctx);
+}
+
+static void write_pending(struct ward_kernel *k)
+{
+	while (k->pending_off < k->pending_len) {
+		ssize_t n = write(ward_sandbox_stdin(k->sb), k->pending + k->pending_off,
+				  k->pending_len - k->pending_off);
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				k->pending_off = k->pending_len; /* the kernel is gone */
+			return;
+		}
+		k->pending_off += (size_t)n;
+	}
+}
+
+/* Runs the loop until the awaited message arrives or the sandbox ends. */
+static int wait_for(struct ward_kernel *k, struct waiter *w)
+{
+	while (!w->found && !k->dead) {
+		bool want_write = k->pending_off < k->pending_len && ward_sandbox_stdin(k->sb) >= 0;
+		struct pollfd fds[4] = {
+			{ .fd = k->out_eof ? -1 : ward_sandbox_stdout(k->sb), .events = POLLIN },
+			{ .fd = k->err_eof ? -1 : ward_sandbox_stderr(k->sb), .events = POLLIN },
+			{ .fd = want_write ? ward_sandbox_stdin(k->sb) : -1, .events = POLLOUT },
+			{ .fd = ward_sandbox_pidfd(k->sb), .events = POLLIN },
+		};
+		int t = ward_sandbox_check(k->sb);
+		if (w->until_ns) {
+			uint64_t now = ward_now_ns();
+			if (now >= w->until_ns)
+				return -ETIMEDOUT;
+			int left = (int)((w->until_ns - now) / 1000000 + 1);
+			t = t < 0 || left < t ? left : t;
+		}
+		int n = poll(fds, 4, t);
+		if (n < 0 && errno != EINTR)
+			return ward_error_set(NULL, errno, "kernel", "poll");
+		if (n <= 0)
+			continue;
+		if (fds[0].revents)
+			read_stdout(k, w);
+		if (fds[1].revents)
+			read_stderr(k, w);
+		if (fds[2].revents)
+			write_pending(k);
+		/* The init's exit: drain what is left of stdout first. */
+		if (fds[3].revents && k->out_eof && k->err_eof && ward_sandbox_exited(k->sb))
+			k->dead = true;
+		if (k->out_eof && k->err_eof && !w->found && ward_sandbox_exited(k->sb))
+			k->dead = true;
+	}
+	return w->found ? 0 : -ECHILD;
+}
+
+/* Queues one request line. */
+static int send_request(struct ward_kernel *k, const char *type, json_t *content, char *id,
+			size_t idlen, struct ward_error *err)
+{
+	snprintf(id, idlen, "r%u", ++k->next_id);
+	json_t *req = json_pack("{s:s, s:s, s:O}", "msg_type", type, "id", id, "content", content);
+	char *s = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
+	if (!s)
+		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
+	size_t n = strlen(s);
+	char *buf = malloc(n + 1);
+	if (!buf) {
+		free(s);
+		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
+	}
+	memcpy(buf, s, n);
+	buf[n] = '\n';
+	free(s);
+	free(k->pending);
+	k->pending = buf;
+	k->pending_len = n + 1;
+	k->pending_off = 0;
+	write_pending(k);
+	return 0;
+}
+
+static char *const *kernel_argv(enum ward_lang lang)
+{
+	static char *const python[] = { "/usr/bin/python3", "-I", "-u",
+					RUNNERS_INSIDE "/python/kernel.py", NULL };
+	static char *const node[] = { "/usr/bin/node", RUNNERS_INSIDE "/node/kernel.js", NULL };
+	static char *const bash[] = { "/usr/bin/python3", "-I", "-u",
+				      RUNNERS_INSIDE "/bash/kernel.py", NULL };
+	switch (lang) {
+	case WARD_LANG_PYTHON: return python;
+	case WARD_LANG_NODE: return node;
+	case WARD_LANG_BASH: return bash;
+	}
+	return NULL;
+}
+
+static void kernel_free(struct ward_kernel *k)
+{
+	ward_policy_release(&k->policy);
+	free(k->line);
+	free(k->pending);
+	free(k->inputs);
+	free(k);
+}
+
+static int remember_inputs(struct ward_kernel *k, const struct ward_kernel_options *o,
+			   struct ward_error *err)
+{
+	if (!o->n_files)
+		return 0;
+	k->inputs = calloc(o->n_files, sizeof(*k->inputs));
+	if (!k->inputs || sodium_init() < 0)
+		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
+	for (size_t i = 0; i < o->n_files; i++) {
+		unsigned char d[crypto_hash_sha256_BYTES];
+		crypto_hash_sha256(d, o->files[i].data, o->files[i].len);
+		sodium_bin2hex(k->inputs[i].sha256, sizeof(k->inputs[i].sha256), d, sizeof(d));
+		ward_strlcpy(k->inputs[i].path, o->files[i].path, sizeof(k->inputs[i].path));
+	}
+	k->n_inputs = o->n_files;
+	return 0;
+}
+
+WARD_EXPORT int ward_kernel_artifacts(struct ward_kernel *k, const char *copy_to,
+				      const struct ward_artifact_limits *lim, json_t **list,
+				      json_t **skipped, struct ward_error *err)
+{
+	return ward_artifacts_collect(k->sb, k->inputs, k->n_inputs, copy_to, lim, list,
+				      skipped, err);
+}
+
+WARD_EXPORT int ward_kernel_start(const struct ward_policy *policy,
+				  const struct ward_kernel_options *o, struct ward_kernel **out,
+				  struct ward_error *err)
+{
+	*out = NULL;
+	char *const *argv = kernel_argv(o->lang);
+	if (!argv)
+		return ward_error_set(err, EINVAL, "kernel", "unknown language");
+	struct ward_kernel *k = calloc(1, sizeof(*k));
+	if (!k)
+		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
+	k->lang = o->lang;
+	int r = remember_inputs(k, o, err);
+	if (r == 0)
+		r = find_runners(o->runners_dir, k->runners, sizeof(k->runners), err);
+	if (r == 0)
+		r = prepare_policy(k, policy, o->lint, err);
+	if (r < 0) {
+		kernel_free(k);
+		return r;
+	}
+	k->bind = (struct ward_bind){ .host = k->runners, .inside = RUNNERS_INSIDE };
+	struct ward_sandbox_options so = {
+		.stdin_pipe = true, .files = o->files, .n_files = o->n_files,
+		.binds = &k->bind, .n_binds = 1,
+	};
+	r = ward_sandbox_start(&k->policy, argv, &so, &k->sb, err);
+	if (r < 0) {
+		kernel_free(k);
+		return r;
+	}
+	*out = k;
+	/* Ready when it says so; if it dies first, stop's verdict says why. */
+	struct waiter w = { .want_type = "status" };
+	if (wait_for(k, &w) == 0)
+		json_decref(w.found);
+	return 0;
+}
+
+WARD_EXPORT int ward_kernel_execute(struct ward_kernel *k, const char *code, bool stop_on_error,
+				    ward_kernel_cb cb, void *ctx, json_t **reply,
+				    struct ward_error *err)
+{
+	char id[32];
+	*reply = NULL;
+	if (k->dead)
+		return -ECHILD;
+	json_t *c = json_pack("{s:s, s:b}", "code", code, "stop_on_error", stop_on_error);
+	if (!c)
+		return ward_error_set(err, EINVAL, "kernel", "code is not valid UTF-8");
+	int r = send_request(k, "execute_request", c, id, sizeof(id), err);
+	json_decref(c);
+	if (r < 0)
+		return r;
+	struct waiter w = { .want_type = "execute_reply", .want_id = id, .cb = cb, .ctx = ctx };
+	r = wait_for(k, &w);
+	*reply = w.found;
+	return r;
+}
+
+WARD_EXPORT int ward_kernel_call(struct ward_kernel *k, const char *source, const char *filename,
+				 const char *function, json_t *args, ward_kernel_cb cb, void *ctx,
+				 json_t **reply, struct ward_error *err)
+{
+	char id[32];
+	*reply = NULL;
+	if (k->dead)
+		return -ECHILD;
+	json_t *c = json_pack("{s:s, s:s, s:s, s:O}", "code", source, "filename", filename,
+			      "function", function, "args", args);
+	if (!c)
+		return ward_error_set(err, EINVAL, "kernel", "source is not valid UTF-8");
+	int r = send_request(k, "call_request", c, id, sizeof(id), err);
+	json_decref(c);
+	if (r < 0)
+		return r;
+	struct waiter w = { .want_type = "call_reply", .want_id = id, .cb = cb, .ctx = ctx };
+	r = wait_for(k, &w);
+	*reply = w.found;
+	return r;
+}
+
+WARD_EXPORT int ward_kernel_stop(struct ward_kernel *k, struct ward_verdict *v,
+				 struct ward_error *err)
+{
+	if (!k->dead && !ward_sandbox_exited(k->sb)) {
+		char id[32];
+		json_t *c = json_object();
+		if (c && send_request(k, "shutdown_request", c, id, sizeof(id), NULL) == 0) {
+			/* a kernel whose code took over gets two seconds, then dies */
+			struct waiter w = { .want_type = "shutdown_reply", .want_id = id,
+					    .until_ns = ward_now_ns() + 2000000000ull };
+			if (wait_for(k, &w) == 0)
+				json_decref(w.found);
+			else if (!ward_sandbox_exited(k->sb))
+				ward_sandbox_kill(k->sb, WARD_KILL_CANCEL);
+		}
+		json_decref(c);
+	}
+	int r = ward_sandbox_finish(k->sb, v, err);
+	kernel_free(k);
+	return r;
+}

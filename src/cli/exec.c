@@ -1,0 +1,566 @@
+/* src/cli/exec.c — `ward exec` and `ward call`: code in, results out.
+ *
+ * Starts a language kernel in a fresh sandbox, runs the cells (or the
+ * function call), collects streams, results, rich outputs, errors and
+ * artifacts, and prints them for a person (terminal) or as one JSON verdict
+ * (--json). Exit status: 0 when every cell ran cleanly, 1 when code raised,
+ * 3 for a lint hit (policy_violation), otherwise as `ward run` (125 setup,
+ * 128+N killed by a limit or signal).
+ */
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "exec.h"
+#include "options.h"
+#include "ward/kernel.h"
+
+enum { EXIT_USAGE = 2, EXIT_LINT = 3, EXIT_SETUP = 125 };
+
+struct out {
+	bool json;
+	bool quiet;
+	json_t *cells;          /* --json: one object per cell */
+	json_t *outputs;        /* the current cell's outputs */
+	json_t *results;        /* every execute_result / display_data bundle */
+	json_t *error;          /* the first error */
+	json_t *violation;      /* the first policy_violation */
+	struct ward_buffer text[2]; /* stdout, stderr of the streams */
+	bool truncated[2];
+	uint64_t total, limit;
+};
+
+static int cancel_fd = -1;
+
+static void on_cancel(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	if (cancel_fd >= 0 && write(cancel_fd, "c", 1) < 0) {
+		/* a full pipe already says "cancel" */
+	}
+	errno = saved;
+}
+
+static void keep_text(struct out *o, int which, const char *s, size_t n)
+{
+	uint64_t room = o->total < o->limit ? o->limit - o->total : 0;
+	size_t keep = n < room ? n : (size_t)room;
+	o->total += n;
+	if (keep < n)
+		o->truncated[which] = true;
+	struct ward_buffer *b = &o->text[which];
+	if (!keep || b->len + keep + 1 > (1u << 30))
+		return;
+	if (b->len + keep + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + keep + 1)
+			cap *= 2;
+		char *nb = realloc(b->data, cap);
+		if (!nb)
+			return;
+		b->data = nb;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, s, keep);
+	b->len += keep;
+	b->data[b->len] = '\0';
+}
+
+static void print_bundle(json_t *data, const char *prefix)
+{
+	const char *plain = json_string_value(json_object_get(data, "text/plain"));
+	const char *key;
+	json_t *val;
+	if (plain)
+		printf("%s%s\n", prefix, plain);
+	json_object_foreach(data, key, val) {
+		if (strcmp(key, "text/plain") == 0)
+			continue;
+		size_t n = json_is_string(val) ? json_string_length(val) : 0;
+		printf("%s[%s, %zu bytes; use --json to get it]\n", prefix, key, n);
+	}
+}
+
+static void print_error(json_t *c)
+{
+	json_t *tb = json_object_get(c, "traceback"), *line;
+	size_t i;
+	json_array_foreach(tb, i, line)
+		if (json_is_string(line))
+			fprintf(stderr, "%s\n", json_string_value(line));
+	fprintf(stderr, "%s: %s\n", json_string_value(json_object_get(c, "ename")) ?: "Error",
+		json_string_value(json_object_get(c, "evalue")) ?: "");
+	const char *hint = json_string_value(json_object_get(c, "hint"));
+	if (hint)
+		fprintf(stderr, "hint: %s\n", hint);
+}
+
+/* Each message as the kernel sends it. */
+static void on_message(json_t *m, void *ctx)
+{
+	struct out *o = ctx;
+	const char *type = json_string_value(json_object_get(m, "msg_type"));
+	json_t *c = json_object_get(m, "content");
+	if (strcmp(type, "stream") == 0) {
+		const char *name = json_string_value(json_object_get(c, "name"));
+		json_t *t = json_object_get(c, "text");
+		int which = name && strcmp(name, "stderr") == 0;
+		if (!json_is_string(t))
+			return;
+		keep_text(o, which, json_string_value(t), json_string_length(t));
+		if (!o->json)
+			ward_write_all(which ? 2 : 1, json_string_value(t), json_string_length(t));
+	} else if (strcmp(type, "execute_result") == 0 || strcmp(type, "display_data") == 0) {
+		/* the bundle is kept once, in results; the cell points at it */
+		json_array_append(o->results, json_object_get(c, "data"));
+		if (!o->json)
+			print_bundle(json_object_get(c, "data"), "");
+		if (o->outputs)
+			json_array_append_new(o->outputs, json_pack("{s:s, s:I}", "type", type,
+				"result", (json_int_t)json_array_size(o->results) - 1));
+		return;
+	} else if (strcmp(type, "error") == 0) {
+		if (!o->error)
+			o->error = json_incref(c);
+		if (!o->json)
+			print_error(c);
+	} else if (strcmp(type, "policy_violation") == 0) {
+		if (!o->violation)
+			o->violation = json_incref(c);
+		if (!o->json)
+			fprintf(stderr, "ward: policy_violation: %s (line %lld, column %lld)\n",
+				json_string_value(json_object_get(c, "message")) ?: "lint",
+				json_integer_value(json_object_get(c, "line")),
+				json_integer_value(json_object_get(c, "col")));
+	} else {
+		return;
+	}
+	if (o->outputs) {
+		json_t *copy = json_deep_copy(c);
+		if (copy) {
+			json_object_set_new(copy, "type", json_string(type));
+			json_array_append_new(o->outputs, copy);
+		}
+	}
+}
+
+/* --file HOST[:PATH]: PATH is relative to /workspace (or absolute under it);
+ * without it, the host file's name. */
+static int load_file(const char *spec, struct ward_file *f, uint64_t max, struct ward_error *err)
+{
+	const char *colon = strchr(spec, ':');
+	char host[4096];
+	size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+	if (n == 0 || n >= sizeof(host))
+		return ward_error_set(err, EINVAL, "cli", "--file: expected HOST[:PATH], got '%s'", spec);
+	memcpy(host, spec, n);
+	host[n] = '\0';
+	const char *inside = colon ? colon + 1 : strrchr(host, '/') ? strrchr(host, '/') + 1 : host;
+	if (strncmp(inside, "/workspace/", 11) == 0)
+		inside += 11;
+	if (!*inside || inside[0] == '/' || strstr(inside, ".."))
+		return ward_error_set(err, EINVAL, "cli",
+				      "--file: '%s': the path must be inside /workspace", inside);
+	char *data;
+	size_t len;
+	int r = ward_read_file(host, (size_t)max, &data, &len);
+	if (r < 0)
+		return ward_error_set(err, -r, "cli", "--file: unable to read '%s'", host);
+	char *p = strdup(inside);
+	if (!p) {
+		free(data);
+		return ward_error_set(err, ENOMEM, "cli", "out of memory");
+	}
+	*f = (struct ward_file){ .path = p, .data = data, .len = len, .mode = 0644 };
+	return 0;
+}
+
+static char *load_cell(const struct ward_cli_cell *c, struct ward_error *err)
+{
+	if (!c->from_file)
+		return strdup(c->text);
+	char *data = NULL;
+	size_t len;
+	int r = strcmp(c->text, "-") == 0 ? ward_read_file("/dev/stdin", 16u << 20, &data, &len)
+					  : ward_read_file(c->text, 16u << 20, &data, &len);
+	if (r < 0)
+		ward_error_set(err, -r, "cli", "unable to read '%s'", c->text);
+	return data;
+}
+
+/* When the kernel could not answer, the verdict says why: say it as an
+ * error a model can act on. */
+static json_t *limit_error(const struct ward_verdict *v, const struct ward_policy *p)
+{
+	char hint[256];
+	const char *name = "KernelDied";
+	switch (v->status) {
+	case WARD_STATUS_TIMEOUT:
+		name = "TimeoutError";
+		snprintf(hint, sizeof(hint), "the sandbox's wall-time limit of %llu ms was reached; "
+			 "make the code faster or ask for a longer timeout",
+			 (unsigned long long)p->timeout_ms);
+		break;
+	case WARD_STATUS_CPU_TIMEOUT:
+		name = "CPUTimeError";
+		snprintf(hint, sizeof(hint), "the sandbox's CPU-time limit of %llu ms was reached",
+			 (unsigned long long)p->cpu_time_ms);
+		break;
+	case WARD_STATUS_MEMORY_LIMIT:
+		name = "MemoryError";
+		snprintf(hint, sizeof(hint), "the sandbox's memory limit of %llu MiB was reached and "
+			 "the kernel was killed; use less memory (e.g. process data in chunks)",
+			 (unsigned long long)(p->memory >> 20));
+		break;
+	case WARD_STATUS_PIDS_LIMIT:
+		name = "ProcessLimitError";
+		snprintf(hint, sizeof(hint), "the sandbox's process limit of %llu was reached",
+			 (unsigned long long)p->pids);
+		break;
+	case WARD_STATUS_OUTPUT_LIMIT:
+		name = "OutputLimitError";
+		snprintf(hint, sizeof(hint), "output was truncated at %llu bytes; print less",
+			 (unsigned long long)p->output_limit);
+		break;
+	default:
+		snprintf(hint, sizeof(hint), "the kernel ended (%s)", ward_status_name(v->status));
+	}
+	return json_pack("{s:s, s:s, s:[], s:s}", "name", name, "value", hint, "traceback",
+			 "hint", hint);
+}
+
+/* The kernel's error content, in the verdict's field names. */
+static json_t *error_object(json_t *c)
+{
+	json_t *e = json_pack("{s:O?, s:O?, s:O?}", "name", json_object_get(c, "ename"),
+			      "value", json_object_get(c, "evalue"),
+			      "traceback", json_object_get(c, "traceback"));
+	if (e && json_is_string(json_object_get(c, "hint")))
+		json_object_set(e, "hint", json_object_get(c, "hint"));
+	return e;
+}
+
+struct job {
+	struct ward_cli_run *o;
+	struct ward_policy policy;
+	struct ward_file files[WARD_CLI_MAX_FILES];
+	size_t n_files;
+	struct ward_kernel *k;
+	struct out out;
+	json_t *value;          /* call: the returned value */
+	json_t *artifacts, *skipped;
+	bool code_failed;       /* a cell or the call raised */
+	bool died;              /* the kernel ended before answering */
+};
+
+static int run_cells(struct job *j, struct ward_error *err)
+{
+	for (size_t i = 0; i < j->o->n_cells; i++) {
+		_cleanup_free_ char *code = load_cell(&j->o->cells[i], err);
+		if (!code)
+			return -EINVAL;
+		json_t *reply = NULL;
+		j->out.outputs = json_array();
+		int r = ward_kernel_execute(j->k, code, !j->o->keep_going, on_message, &j->out,
+					    &reply, err);
+		json_t *cell = json_pack("{s:s, s:O?, s:o}", "status",
+					 reply ? json_string_value(json_object_get(reply, "status")) ?: "error"
+					       : "died",
+					 "execution_count", reply ? json_object_get(reply, "execution_count") : NULL,
+					 "outputs", j->out.outputs);
+		j->out.outputs = NULL;
+		json_array_append_new(j->out.cells, cell);
+		if (reply) {
+			const char *st = json_string_value(json_object_get(reply, "status"));
+			if (st && strcmp(st, "ok") != 0)
+				j->code_failed = true;
+			if (json_is_true(json_object_get(reply, "stdout_truncated")))
+				j->out.truncated[0] = true;
+			if (json_is_true(json_object_get(reply, "stderr_truncated")))
+				j->out.truncated[1] = true;
+		}
+		json_decref(reply);
+		if (r < 0) {
+			j->died = true;
+			break;
+		}
+	}
+	return 0;
+}
+
+static int run_call(struct job *j, struct ward_error *err)
+{
+	char *src;
+	size_t len;
+	int r = ward_read_file(j->o->tool_file, 16u << 20, &src, &len);
+	if (r < 0)
+		return ward_error_set(err, -r, "cli", "-f: unable to read '%s'", j->o->tool_file);
+	json_error_t je;
+	json_t *args = json_loads(j->o->args ? j->o->args : "{}", 0, &je);
+	if (!args || !(json_is_object(args) || json_is_array(args))) {
+		free(src);
+		json_decref(args);
+		return ward_error_set(err, EINVAL, "cli", "--args: expected a JSON object or array%s%s",
+				      args ? "" : ": ", args ? "" : je.text);
+	}
+	const char *base = strrchr(j->o->tool_file, '/');
+	json_t *reply = NULL;
+	r = ward_kernel_call(j->k, src, base ? base + 1 : j->o->tool_file, j->o->function, args,
+			     on_message, &j->out, &reply, err);
+	free(src);
+	json_decref(args);
+	if (r < 0) {
+		j->died = true;
+		return 0;
+	}
+	const char *st = json_string_value(json_object_get(reply, "status"));
+	if (st && strcmp(st, "ok") == 0) {
+		j->value = json_incref(json_object_get(reply, "value"));
+		if (!j->value)
+			j->value = json_null();
+		if (!j->out.json) {
+			char *s = json_dumps(j->value, JSON_ENCODE_ANY | JSON_INDENT(2));
+			if (s)
+				puts(s);
+			free(s);
+		}
+	} else {
+		j->code_failed = true;
+		json_t *e = json_object_get(reply, "error");
+		if (e && !j->out.error)
+			j->out.error = json_incref(e);
+		if (e && !j->out.json)
+			print_error(e);
+	}
+	json_decref(reply);
+	return 0;
+}
+
+/* The verdict, told from the kernel's side: a clean sandbox exit with a
+ * failed cell is an error; a lint hit is policy_violation. */
+static void adjust_verdict(struct job *j, struct ward_verdict *v)
+{
+	if (v->status != WARD_STATUS_OK)
+		return;
+	if (j->out.violation) {
+		v->status = WARD_STATUS_POLICY_VIOLATION;
+		v->exit_code = EXIT_LINT;
+	} else if (j->code_failed) {
+		v->status = WARD_STATUS_ERROR;
+		v->exit_code = 1;
+	} else if (j->out.truncated[0] || j->out.truncated[1]) {
+		v->status = WARD_STATUS_OUTPUT_LIMIT;
+		v->limit = "output";
+		v->limit_value = j->policy.output_limit;
+	}
+}
+
+static void print_json(struct job *j, const struct ward_verdict *v)
+{
+	json_t *o = (json_t *)ward_verdict_to_object(v);
+	if (!o)
+		return;
+	json_object_set_new(o, "language", json_string(j->o->lang));
+	if (j->o->mode == WARD_CLI_EXEC)
+		json_object_set(o, "cells", j->out.cells);
+	else
+		json_object_set(o, "value", j->value ? j->value : json_null());
+	json_object_set(o, "results", j->out.results);
+	json_t *e = NULL;
+	if (j->out.error)
+		e = error_object(j->out.error);
+	else if (j->died)
+		e = limit_error(v, &j->policy);
+	json_object_set_new(o, "error", e ? e : json_null());
+	json_object_set(o, "policy_violation", j->out.violation ? j->out.violation : json_null());
+	json_object_set(o, "artifacts", j->artifacts ? j->artifacts : json_array());
+	json_object_set(o, "artifacts_skipped", j->skipped ? j->skipped : json_array());
+	char *s = json_dumps(o, JSON_COMPACT);
+	if (s)
+		puts(s);
+	free(s);
+	json_decref(o);
+}
+
+static void print_terminal(struct job *j, const struct ward_verdict *v)
+{
+	if (j->o->quiet)
+		return;
+	if (j->died) {
+		json_t *e = limit_error(v, &j->policy);
+		fprintf(stderr, "ward: %s: %s\n", json_string_value(json_object_get(e, "name")),
+			json_string_value(json_object_get(e, "hint")));
+		json_decref(e);
+	}
+	size_t i;
+	json_t *a;
+	json_array_foreach(j->artifacts, i, a)
+		fprintf(stderr, "ward: artifact %s (%lld bytes, %s)%s\n",
+			json_string_value(json_object_get(a, "path")),
+			json_integer_value(json_object_get(a, "size")),
+			json_string_value(json_object_get(a, "mime_type")),
+			json_is_true(json_object_get(a, "copied")) ? ", copied" : "");
+	json_array_foreach(j->skipped, i, a)
+		fprintf(stderr, "ward: artifact %s skipped: %s\n",
+			json_string_value(json_object_get(a, "path")),
+			json_string_value(json_object_get(a, "reason")));
+	if (v->status == WARD_STATUS_SETUP_FAILED) {
+		char buf[1024];
+		fprintf(stderr, "ward: error: %s\n", ward_error_format(&v->setup, buf, sizeof(buf)));
+	}
+}
+
+static int exit_status(const struct ward_verdict *v)
+{
+	if (v->status == WARD_STATUS_SETUP_FAILED)
+		return EXIT_SETUP;
+	if (v->signal)
+		return 128 + v->signal;
+	return v->exit_code;
+}
+
+static const char exec_usage[] =
+	"usage: ward exec --lang python|node|bash [OPTIONS] [-c CODE]... [-f FILE]... [-]\n"
+	"       ward call --lang python -f TOOL.py --function NAME|Class.method [--args JSON]\n"
+	"\n"
+	"Runs code in a language kernel inside a fresh sandbox. Cells share one\n"
+	"namespace (variables persist); the value of a cell's last expression is its\n"
+	"result. Exit status: 0 ok, 1 the code raised, 3 policy_violation, 125 setup\n"
+	"failed, 128+N killed by a limit or signal N.\n"
+	"\n"
+	"  -l, --lang LANG        python, node or bash\n"
+	"  -c, --code CODE        a cell (repeatable)\n"
+	"  -f, --cell-file FILE   a cell from a file (exec); the tool file (call)\n"
+	"  -                      a cell from stdin\n"
+	"  --keep-going           run later cells after one fails\n"
+	"  --function NAME        call: the function, or Class.method (instantiated)\n"
+	"  --args JSON            call: arguments, an object (by name) or array\n"
+	"  --file HOST[:PATH]     copy a host file into /workspace first\n"
+	"  --artifacts DIR        copy files the code created or changed to DIR\n"
+	"  --json                 print one JSON verdict with results and artifacts\n"
+	"  and the policy options of 'ward run' (--policy, --memory, --timeout, ...)\n";
+
+static int setup_job(struct job *j, struct ward_error *err)
+{
+	int r = ward_cli_build_policy(j->o, &j->policy, err);
+	if (r < 0)
+		return r;
+	if (ward_lang_from_name(j->o->lang) < 0)
+		return ward_error_set(err, EINVAL, "cli", "--lang: expected python, node or bash, got '%s'",
+				      j->o->lang);
+	for (size_t i = 0; i < j->o->n_files; i++) {
+		if ((r = load_file(j->o->files[i], &j->files[i], j->policy.workspace_size, err)) < 0)
+			return r;
+		j->n_files++;
+	}
+	j->out.json = j->o->json;
+	j->out.quiet = j->o->quiet;
+	j->out.limit = j->policy.output_limit;
+	j->out.cells = json_array();
+	j->out.results = json_array();
+	return j->out.cells && j->out.results ? 0 : ward_error_set(err, ENOMEM, "cli", "out of memory");
+}
+
+static void release_job(struct job *j)
+{
+	for (size_t i = 0; i < j->n_files; i++) {
+		free((void *)j->files[i].path);
+		free((void *)j->files[i].data);
+	}
+	json_decref(j->out.cells);
+	json_decref(j->out.results);
+	json_decref(j->out.error);
+	json_decref(j->out.violation);
+	json_decref(j->value);
+	json_decref(j->artifacts);
+	json_decref(j->skipped);
+	free(j->out.text[0].data);
+	free(j->out.text[1].data);
+	ward_policy_release(&j->policy);
+}
+
+/* Runs the cells or the call, collects artifacts, stops the kernel. */
+static int drive(struct job *j, struct ward_verdict *v, struct ward_error *err)
+{
+	json_t *lint = NULL; /* PENDING-LINT */
+	struct ward_kernel_options ko = {
+		.lang = (enum ward_lang)ward_lang_from_name(j->o->lang),
+		.files = j->files, .n_files = j->n_files, .lint = lint,
+	};
+	int r = ward_kernel_start(&j->policy, &ko, &j->k, err);
+	json_decref(lint);
+	if (r < 0) {
+		v->status = WARD_STATUS_SETUP_FAILED;
+		v->setup = *err;
+		return r;
+	}
+	r = j->o->mode == WARD_CLI_EXEC ? run_cells(j, err) : run_call(j, err);
+	if (r == 0 && !j->died) {
+		struct ward_artifact_limits lim = { .max_file = 16u << 20, .max_total = 64u << 20,
+						    .max_count = 100 };
+		struct ward_error aerr;
+		if (ward_kernel_artifacts(j->k, j->o->artifacts_dir, &lim, &j->artifacts,
+					  &j->skipped, &aerr) < 0 && j->o->artifacts_dir)
+			fprintf(stderr, "ward: %s: %s\n", aerr.layer, aerr.message);
+	}
+	v->out = j->out.text[0];
+	v->err = j->out.text[1];
+	j->out.text[0] = j->out.text[1] = (struct ward_buffer){ 0 };
+	v->stdout_truncated = j->out.truncated[0];
+	v->stderr_truncated = j->out.truncated[1];
+	v->usage.output_bytes = j->out.total;
+	int s = ward_kernel_stop(j->k, v, err);
+	return r < 0 ? r : s;
+}
+
+int ward_cli_code(int mode, int argc, char **argv)
+{
+	struct job j;
+	memset(&j, 0, sizeof(j));
+	struct ward_cli_run *o = calloc(1, sizeof(*o));
+	struct ward_error err;
+	ward_error_clear(&err);
+	if (!o)
+		return EXIT_SETUP;
+	j.o = o;
+	int status = EXIT_USAGE;
+	if (ward_cli_parse((enum ward_cli_mode)mode, argc, argv, o, &err) < 0) {
+		fprintf(stderr, "ward: error: %s\n", err.message);
+		goto out;
+	}
+	if (o->help) {
+		fputs(exec_usage, stdout);
+		status = 0;
+		goto out;
+	}
+	if (setup_job(&j, &err) < 0) {
+		char buf[1024];
+		fprintf(stderr, "ward: error: %s\n", ward_error_format(&err, buf, sizeof(buf)));
+		goto out;
+	}
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) == 0) {
+		cancel_fd = pipefd[1];
+		struct sigaction sa = { .sa_handler = on_cancel };
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
+	struct ward_verdict v;
+	ward_verdict_init(&v);
+	drive(&j, &v, &err);
+	adjust_verdict(&j, &v);
+	if (o->json)
+		print_json(&j, &v);
+	else
+		print_terminal(&j, &v);
+	status = exit_status(&v);
+	ward_verdict_release(&v);
+out:
+	release_job(&j);
+	free(o);
+	return status;
+}
