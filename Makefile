@@ -1,7 +1,7 @@
 # A thin convenience over Meson: `make run` and `make check` work on a fresh
 # Debian 12 machine as root (missing packages are installed first).
 BUILD ?= build
-MESON_OPTS ?= --buildtype=release -Dwerror=true
+MESON_OPTS ?= --buildtype=release -Dwerror=true -Dstatic_ward=true
 
 .PHONY: all deps build run check check-asan clean install bench
 
