@@ -1,8 +1,9 @@
 /* ward/policy.h — the declarative description of one sandbox.
  *
- * A policy is plain data: limits, mounts, environment, network mode and which
- * layers may degrade. lib/policy/ turns JSON or flag strings into this struct;
- * it makes no syscalls and never exits. Everything here is validated before a
+ * A policy is plain data: limits, mounts, environment, network mode, which
+ * layers may degrade, and the advisory lint lists for the language kernels.
+ * lib/policy/ turns JSON or flag strings into this struct; it makes no
+ * syscalls and never exits. Everything here is validated before a
  * sandbox is built, and every error names the field that is wrong.
  */
 #ifndef WARD_POLICY_H
@@ -17,6 +18,11 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* jansson's json_t, declared rather than included: <jansson.h> brings in
+ * <stdio.h>, which breaks child-side sources that include this header after
+ * base/banned.h. */
+struct json_t;
 
 /* The isolation layers, in the order the pipeline applies them. */
 enum ward_layer {
@@ -83,6 +89,15 @@ struct ward_policy {
 	bool root_inside;           /* run as uid 0 inside the user namespace */
 	bool require_cgroup;        /* a missing cgroup is an error, not a degrade */
 	uint32_t allow_degrade;     /* bit (1u << enum ward_layer): may degrade */
+
+	/* "lint": advisory checks the language kernels run on code before it
+	 * runs; not isolation (docs/policy.md). Dotted names ("os.system"),
+	 * unique, in the order added; each array is NULL-terminated unless it
+	 * is NULL (the default: empty). */
+	char **lint_deny_imports;   /* modules code may not import */
+	size_t n_lint_deny_imports;
+	char **lint_deny_calls;     /* functions code may not call */
+	size_t n_lint_deny_calls;
 };
 
 /* Fills *p with the secure defaults (the environment gets PATH, HOME, LANG,
@@ -100,8 +115,9 @@ void ward_policy_release(struct ward_policy *p);
  * `source` names the document in messages ("policy.json"). Unknown fields,
  * wrong types and bad values are errors naming the field, e.g.
  * "policy.json: limits.memory: expected a size like \"256M\"".
- * Scalars replace, "env" merges (null removes a name), "mounts" and
- * "allow_degraded" add to what *p has. Syntax errors read
+ * Scalars replace, "env" merges (null removes a name), "mounts",
+ * "allow_degraded" and the "lint" lists add to what *p has (a name already
+ * listed is ignored). Syntax errors read
  * "policy.json:3:15: invalid JSON: ..."; documents over 64 KiB or nested
  * deeper than 8 levels are refused. Cross-field checks are left to
  * ward_policy_validate, so flags applied afterwards can still fix them.
@@ -117,7 +133,9 @@ int ward_policy_load_json(struct ward_policy *p, const char *buf, size_t len,
  *   first ':'); "env" "NAME=VALUE"; "env.unset" "NAME"; "workdir" "/dir";
  *   "hostname" "name"; "image" "host"; "network" "none";
  *   "user.root" "true"|"false"; "cgroup.required" "true"|"false";
- *   "allow_degraded" "landlock,cgroup" (adds).
+ *   "allow_degraded" "landlock,cgroup" (adds);
+ *   "lint.deny_imports" "subprocess,socket"; "lint.deny_calls" "eval,os.system"
+ *   (add; names already listed are ignored).
  * `source` names the origin ("--memory"); messages read
  * "--memory: expected a size like \"256M\", got \"lots\"". Returns 0,
  * -EINVAL or -ENOMEM; on error *p is unchanged. */
@@ -125,7 +143,8 @@ int ward_policy_set(struct ward_policy *p, const char *field, const char *value,
 		    const char *source, struct ward_error *err);
 
 /* Whole-policy checks, run once all files and flags are applied: every
- * field's own rules again (for policies filled in by hand), plus workdir
+ * field's own rules again (for policies filled in by hand; lint lists must
+ * also hold no name twice), plus workdir
  * inside /workspace, /tmp or a mount, and cgroup.required not combined with
  * a degradable cgroup. Messages read "policy: workdir: ...". 0 or -EINVAL
  * (-ENOMEM never). */
@@ -133,8 +152,9 @@ int ward_policy_validate(const struct ward_policy *p, struct ward_error *err);
 
 /* Serialises *p as a JSON object string (malloc'ed, caller frees); NULL on
  * ENOMEM (or when a hand-filled string is not UTF-8). The output is
- * canonical (sizes and durations as exact strings, env sorted, defaults that
- * were removed listed as null), so equal policies print the same bytes, and
+ * canonical (sizes and durations as exact strings, env and lint lists
+ * sorted, defaults that were removed listed as null, "lint" left out when
+ * both of its lists are empty), so equal policies print the same bytes, and
  * loading it onto a fresh ward_policy_init() policy gives *p back. */
 char *ward_policy_to_json(const struct ward_policy *p);
 
@@ -145,8 +165,15 @@ int ward_policy_copy(struct ward_policy *dst, const struct ward_policy *src,
 		     struct ward_error *err);
 
 /* True when a and b describe the same sandbox: every field equal, mounts in
- * the same order, the same environment in any order. */
+ * the same order, the same environment and lint names in any order. */
 bool ward_policy_equal(const struct ward_policy *a, const struct ward_policy *b);
+
+/* The lint lists as the kernel configuration carries them:
+ * {"deny_imports": [...], "deny_calls": [...]}, both keys always present,
+ * names sorted. Returns a new reference (json_decref it), or NULL when both
+ * lists are empty -- and on ENOMEM, which a caller that must not run without
+ * its lint tells apart by the counts in *p. */
+struct json_t *ward_policy_lint_json(const struct ward_policy *p);
 
 /* "512M", "1G", "4096", "64k", "1.5G" -> bytes (binary units k/K m/M g/G
  * t/T; a fraction needs a unit and is rounded down). 0 or -EINVAL/-ERANGE

@@ -1,8 +1,8 @@
 /* lib/policy/internal.h — shared by the policy sources; not installed.
  *
- * parse.c turns strings into numbers and checked paths, policy.c owns the
- * struct and the flag table, json.c maps documents onto both. Nothing here
- * makes a syscall or exits. Every error is recorded with a `where` prefix the
+ * parse.c turns strings into numbers and checked paths and keeps the lint
+ * name lists, policy.c owns the rest of the struct and the flag table,
+ * json.c maps documents onto both. Nothing here makes a syscall or exits. Every error is recorded with a `where` prefix the
  * caller built ("policy.json: limits.memory" or "--memory"), so each message
  * names its origin exactly once.
  */
@@ -27,6 +27,8 @@ enum {
 	WP_GOT_MAX = 80,          /* room for a quoted, truncated value in messages */
 	WP_WHERE_MAX = 320,       /* "<source>: <path>" */
 	WP_PATH_MAX = 192,        /* a dotted path; keys in it are cut at 64 bytes */
+	WP_MAX_LINT = 256,        /* names per lint list */
+	WP_MAX_LINT_NAME = 128,
 };
 
 enum wp_kind {
@@ -49,6 +51,21 @@ struct wp_limit {
 extern const struct wp_limit wp_limits[];
 extern const size_t wp_n_limits;
 const struct wp_limit *wp_limit_find(const char *key);
+
+/* One list of the "lint" object, shared by the flag table and the JSON
+ * object like wp_limit. The lists live in parse.c. */
+struct wp_lint {
+	const char *key;       /* the key under "lint"; the flag field is "lint.<key>" */
+	const char *expected;  /* one entry, for messages: "a module name like ..." */
+	const char *array;     /* the whole list, for messages: "an array of module names" */
+	size_t names, count;   /* offsets of a char ** and a size_t in struct ward_policy */
+};
+
+extern const struct wp_lint wp_lints[];
+extern const size_t wp_n_lints;
+const struct wp_lint *wp_lint_find(const char *key);
+/* The list's array (NULL when empty) and its length in *n. */
+char **wp_lint_get(const struct ward_policy *p, const struct wp_lint *l, size_t *n);
 
 /* --- errors (policy.c) --- */
 int wp_fail(struct ward_error *err, const char *where, const char *fmt, ...)
@@ -76,6 +93,24 @@ int wp_path_check(const char *s, char **out, const char *where,
 int wp_check_host(const char *path, const char *where, struct ward_error *err);
 int wp_check_inside(const char *path, const char *where, struct ward_error *err);
 int wp_check_hostname(const char *s, const char *where, struct ward_error *err);
+
+/* --- lint lists (parse.c) --- */
+void wp_lint_release(struct ward_policy *p);
+/* Appends src's names to dst's (empty) lists. 0 or -ENOMEM; dst may then
+ * hold part of them, for ward_policy_release. */
+int wp_lint_copy(struct ward_policy *dst, const struct ward_policy *src);
+/* The same names in every list, in any order. */
+bool wp_lint_equal(const struct ward_policy *a, const struct ward_policy *b);
+/* Adds one name (at most WP_MAX_LINT_NAME bytes, [A-Za-z_][A-Za-z0-9_]*
+ * parts joined by dots); a name already listed is ignored, so the limit
+ * counts distinct names. */
+int wp_lint_add(struct ward_policy *p, const struct wp_lint *l, const char *name,
+		const char *where, struct ward_error *err);
+/* A comma-separated list, as the flag gives it; on error *p is unchanged. */
+int wp_lint_set_list(struct ward_policy *p, const struct wp_lint *l,
+		     const char *list, const char *where, struct ward_error *err);
+/* ward_policy_validate's checks: count, names, no name twice. */
+int wp_lint_validate(const struct ward_policy *p, struct ward_error *err);
 
 /* --- setters (policy.c): each validates fully before touching *p --- */
 int wp_limit_apply(struct ward_policy *p, const struct wp_limit *l, int rc,

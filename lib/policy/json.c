@@ -377,6 +377,49 @@ static int j_degraded(struct ctx *c, const char *path, json_t *arr)
 	return 0;
 }
 
+/* --- lint --- */
+
+static int lint_list_json(struct ctx *c, const char *path, const struct wp_lint *l,
+			  json_t *arr)
+{
+	size_t i;
+	json_t *v;
+	if (!json_is_array(arr))
+		return type_error(c, path, l->array, arr);
+	json_array_foreach(arr, i, v) {
+		/* room for "[index]" after a full path, so the index is never cut */
+		char sub[WP_PATH_MAX + 24], where[WP_WHERE_MAX];
+		path_index(sub, sizeof(sub), path, i);
+		if (!json_is_string(v))
+			return type_error(c, sub, l->expected, v);
+		int r = wp_lint_add(c->p, l, json_string_value(v),
+				    where_of(c, sub, where, sizeof(where)), c->err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int j_lint(struct ctx *c, const char *path, json_t *obj)
+{
+	const char *k;
+	json_t *v;
+	if (!json_is_object(obj))
+		return type_error(c, path, "an object", obj);
+	json_object_foreach(obj, k, v) {
+		char sub[WP_PATH_MAX];
+		const struct wp_lint *l = wp_lint_find(k);
+		path_key(sub, sizeof(sub), path, k);
+		if (!l)
+			return unknown_key(c, sub, &wp_lints[0].key, wp_n_lints,
+					   sizeof(wp_lints[0]));
+		int r = lint_list_json(c, sub, l, v);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static const struct key top_keys[] = {
 	{ "limits", j_limits },
 	{ "mounts", j_mounts },
@@ -388,6 +431,7 @@ static const struct key top_keys[] = {
 	{ "user", j_user },
 	{ "cgroup", j_cgroup },
 	{ "allow_degraded", j_degraded },
+	{ "lint", j_lint },
 };
 
 /* --- loading --- */
@@ -594,6 +638,48 @@ static json_t *degraded_json(const struct ward_policy *p, bool *ok)
 	return a;
 }
 
+/* Sorted, like env: the order names were added in carries no meaning. A
+ * hand-filled NULL entry fails the whole output, like a non-UTF-8 string. */
+static json_t *names_json(char *const *v, size_t n, bool *ok)
+{
+	json_t *a = json_array();
+	char **sorted = n ? malloc(n * sizeof(*sorted)) : NULL;
+	size_t m = 0;
+	if (!a || (n && !sorted)) {
+		free(sorted);
+		*ok = false;
+		return a;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (v && v[i])
+			sorted[m++] = v[i];
+	if (m < n)
+		*ok = false;
+	if (m)
+		qsort(sorted, m, sizeof(*sorted), cmp_entry);
+	for (size_t i = 0; i < m; i++)
+		if (json_array_append_new(a, json_string(sorted[i])) < 0)
+			*ok = false;
+	free(sorted);
+	return a;
+}
+
+static json_t *lint_json(const struct ward_policy *p, bool *ok)
+{
+	json_t *o = json_object();
+	for (size_t k = 0; o && k < wp_n_lints; k++) {
+		size_t n;
+		char **v = wp_lint_get(p, &wp_lints[k], &n);
+		put(o, wp_lints[k].key, names_json(v, n, ok), ok);
+	}
+	return o;
+}
+
+static bool lint_empty(const struct ward_policy *p)
+{
+	return p->n_lint_deny_imports == 0 && p->n_lint_deny_calls == 0;
+}
+
 static json_t *one(const char *key, json_t *v, bool *ok)
 {
 	json_t *o = json_object();
@@ -621,8 +707,24 @@ WARD_EXPORT char *ward_policy_to_json(const struct ward_policy *p)
 	put(root, "user", one("root", json_boolean(p->root_inside), &ok), &ok);
 	put(root, "cgroup", one("required", json_boolean(p->require_cgroup), &ok), &ok);
 	put(root, "allow_degraded", degraded_json(p, &ok), &ok);
+	/* left out when empty, so policies without lint print as they always did */
+	if (!lint_empty(p))
+		put(root, "lint", lint_json(p, &ok), &ok);
 	if (ok)
 		out = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 	json_decref(root);
 	return out;
+}
+
+WARD_EXPORT json_t *ward_policy_lint_json(const struct ward_policy *p)
+{
+	bool ok = true;
+	if (!p || lint_empty(p))
+		return NULL;
+	json_t *o = lint_json(p, &ok);
+	if (o && !ok) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
 }

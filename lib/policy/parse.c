@@ -1,8 +1,10 @@
-/* lib/policy/parse.c — strings to numbers, checked paths and names.
+/* lib/policy/parse.c — strings to numbers, checked paths and names, and the
+ * lint name lists.
  *
  * Pure functions over memory: no syscalls, no exits, and no locale, so "1.5"
  * means the same under every LC_NUMERIC (numbers are parsed digit by digit,
- * never with strtod). The only allocation is the normal form of a path.
+ * never with strtod). The only allocations are the normal form of a path and
+ * the lint name lists.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -414,5 +416,217 @@ int wp_check_hostname(const char *s, const char *where, struct ward_error *err)
 		return wp_fail(err, where,
 			       "expected a hostname of 1 to 63 letters, digits and \"-\" (not first or last), got %s",
 			       wp_quote(s, q, sizeof(q)));
+	return 0;
+}
+
+/* --- the lint lists ---
+ *
+ * Advisory checks the language kernels run before code runs; the kernel
+ * layers are the boundary, never these (docs/policy.md). Each list is a
+ * NULL-terminated array of unique dotted names, in the order added. */
+
+#define LINT(key, field, expected, array) \
+	{ key, expected, array, offsetof(struct ward_policy, field), \
+	  offsetof(struct ward_policy, n_##field) }
+
+const struct wp_lint wp_lints[] = {
+	LINT("deny_imports", lint_deny_imports,
+	     "a module name like \"subprocess\" or \"os.path\"", "an array of module names"),
+	LINT("deny_calls", lint_deny_calls,
+	     "a function name like \"eval\" or \"os.system\"", "an array of function names"),
+};
+const size_t wp_n_lints = ARRAY_SIZE(wp_lints);
+
+const struct wp_lint *wp_lint_find(const char *key)
+{
+	for (size_t i = 0; key && i < wp_n_lints; i++)
+		if (strcmp(key, wp_lints[i].key) == 0)
+			return &wp_lints[i];
+	return NULL;
+}
+
+char **wp_lint_get(const struct ward_policy *p, const struct wp_lint *l, size_t *n)
+{
+	*n = *(const size_t *)(const void *)((const char *)p + l->count);
+	return *(char **const *)(const void *)((const char *)p + l->names);
+}
+
+static char ***lint_slot(struct ward_policy *p, const struct wp_lint *l, size_t **n)
+{
+	*n = (size_t *)(void *)((char *)p + l->count);
+	return (char ***)(void *)((char *)p + l->names);
+}
+
+static bool is_ident_start(char c)
+{
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* [A-Za-z_][A-Za-z0-9_]* parts joined by single dots: what both Python and
+ * JavaScript read as a module path or an attribute chain ("os.path",
+ * "subprocess.run"). ASCII only, so every accepted name prints as itself. */
+static bool dotted_name_valid(const char *s)
+{
+	bool start = true;  /* at the first character of a part */
+	for (; *s; s++) {
+		if (*s == '.' && !start)
+			start = true;
+		else if (is_ident_start(*s) || (!start && is_digit(*s)))
+			start = false;
+		else
+			return false;
+	}
+	return !start;
+}
+
+static int lint_check_name(const char *s, const struct wp_lint *l,
+			   const char *where, struct ward_error *err)
+{
+	char q[WP_GOT_MAX];
+	if (strnlen(s, WP_MAX_LINT_NAME + 1) > WP_MAX_LINT_NAME)
+		return wp_fail(err, where, "name is longer than %d bytes",
+			       WP_MAX_LINT_NAME);
+	if (!dotted_name_valid(s))
+		return wp_fail(err, where, "expected %s, got %s", l->expected,
+			       wp_quote(s, q, sizeof(q)));
+	return 0;
+}
+
+static bool names_has(char *const *v, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] && strcmp(v[i], s) == 0)
+			return true;
+	return false;
+}
+
+/* Appends a copy of s; on ENOMEM the list is unchanged. */
+static int names_push(char ***v, size_t *n, const char *s)
+{
+	char *d = strdup(s);
+	/* one spare slot keeps the list NULL-terminated */
+	char **nv = d ? realloc(*v, (*n + 2) * sizeof(*nv)) : NULL;
+	if (!nv) {
+		free(d);
+		return -ENOMEM;
+	}
+	nv[(*n)++] = d;
+	nv[*n] = NULL;
+	*v = nv;
+	return 0;
+}
+
+/* Frees the entries from index keep on, and the array when keep is 0. */
+static void names_cut(char ***v, size_t *n, size_t keep)
+{
+	while (*n > keep) {
+		free((*v)[--*n]);
+		(*v)[*n] = NULL;
+	}
+	if (keep == 0) {
+		free(*v);
+		*v = NULL;
+	}
+}
+
+void wp_lint_release(struct ward_policy *p)
+{
+	for (size_t k = 0; k < wp_n_lints; k++) {
+		size_t *n;
+		char ***v = lint_slot(p, &wp_lints[k], &n);
+		names_cut(v, n, 0);
+	}
+}
+
+int wp_lint_copy(struct ward_policy *dst, const struct ward_policy *src)
+{
+	for (size_t k = 0; k < wp_n_lints; k++) {
+		size_t n, *dn;
+		char **v = wp_lint_get(src, &wp_lints[k], &n);
+		char ***dv = lint_slot(dst, &wp_lints[k], &dn);
+		for (size_t i = 0; i < n; i++)
+			if (names_push(dv, dn, v[i]) < 0)
+				return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Lists hold no duplicates, so equal lengths and every name of a in b mean
+ * the same set. */
+bool wp_lint_equal(const struct ward_policy *a, const struct ward_policy *b)
+{
+	for (size_t k = 0; k < wp_n_lints; k++) {
+		size_t na, nb;
+		char **va = wp_lint_get(a, &wp_lints[k], &na);
+		char **vb = wp_lint_get(b, &wp_lints[k], &nb);
+		if (na != nb)
+			return false;
+		for (size_t i = 0; i < na; i++)
+			if (!va[i] || !names_has(vb, nb, va[i]))
+				return false;
+	}
+	return true;
+}
+
+int wp_lint_add(struct ward_policy *p, const struct wp_lint *l, const char *name,
+		const char *where, struct ward_error *err)
+{
+	size_t *n;
+	char ***v = lint_slot(p, l, &n);
+	int r = lint_check_name(name, l, where, err);
+	if (r < 0 || names_has(*v, *n, name))
+		return r;
+	if (*n >= WP_MAX_LINT)
+		return wp_fail(err, where, "too many names (at most %d)", WP_MAX_LINT);
+	return names_push(v, n, name) < 0 ? wp_nomem(err, where) : 0;
+}
+
+int wp_lint_set_list(struct ward_policy *p, const struct wp_lint *l,
+		     const char *list, const char *where, struct ward_error *err)
+{
+	size_t *n;
+	char ***names = lint_slot(p, l, &n);
+	size_t before = *n;
+	for (const char *c = list;; c++) {
+		/* one byte past the limit, so a long name is still seen as too long */
+		char name[WP_MAX_LINT_NAME + 2];
+		size_t len = strcspn(c, ",");
+		ward_strlcpy(name, c, len + 1 < sizeof(name) ? len + 1 : sizeof(name));
+		int r = wp_lint_add(p, l, name, where, err);
+		if (r < 0) {
+			names_cut(names, n, before);
+			return r;
+		}
+		c += len;
+		if (!*c)
+			break;
+	}
+	return 0;
+}
+
+int wp_lint_validate(const struct ward_policy *p, struct ward_error *err)
+{
+	char where[WP_WHERE_MAX], q[WP_GOT_MAX];
+	for (size_t k = 0; k < wp_n_lints; k++) {
+		const struct wp_lint *l = &wp_lints[k];
+		size_t n;
+		char **v = wp_lint_get(p, l, &n);
+		snprintf(where, sizeof(where), "policy: lint.%s", l->key);
+		if (n > WP_MAX_LINT)
+			return wp_fail(err, where, "too many names (at most %d)", WP_MAX_LINT);
+		for (size_t i = 0; i < n; i++) {
+			const char *s = v ? v[i] : NULL;
+			int r;
+			snprintf(where, sizeof(where), "policy: lint.%s[%zu]", l->key, i);
+			if (!s)
+				return wp_fail(err, where, "expected %s", l->expected);
+			r = lint_check_name(s, l, where, err);
+			if (r == 0 && names_has(v, i, s))
+				r = wp_fail(err, where, "%s is listed twice",
+					    wp_quote(s, q, sizeof(q)));
+			if (r < 0)
+				return r;
+		}
+	}
 	return 0;
 }

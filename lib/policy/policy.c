@@ -193,6 +193,7 @@ WARD_EXPORT void ward_policy_release(struct ward_policy *p)
 	for (size_t i = 0; i < p->n_env; i++)
 		free(p->env[i]);
 	free(p->env);
+	wp_lint_release(p);
 	free(p->workdir);
 	free(p->hostname);
 	free(p->image);
@@ -217,6 +218,11 @@ WARD_EXPORT int ward_policy_copy(struct ward_policy *dst,
 	dst->n_binds = 0;
 	dst->env = NULL;
 	dst->n_env = 0;
+	/* before anything can fail: releasing dst must not free src's lists */
+	dst->lint_deny_imports = NULL;
+	dst->n_lint_deny_imports = 0;
+	dst->lint_deny_calls = NULL;
+	dst->n_lint_deny_calls = 0;
 	dst->workdir = dup_or_null(src->workdir, &ok);
 	dst->hostname = dup_or_null(src->hostname, &ok);
 	dst->image = dup_or_null(src->image, &ok);
@@ -237,6 +243,8 @@ WARD_EXPORT int ward_policy_copy(struct ward_policy *dst,
 			ok = false;
 		}
 	}
+	if (ok)
+		ok = wp_lint_copy(dst, src) == 0;
 	if (!ok) {
 		ward_policy_release(dst);
 		return wp_nomem(err, "policy");
@@ -283,7 +291,7 @@ WARD_EXPORT bool ward_policy_equal(const struct ward_policy *a,
 		if (j < 0 || strcmp(a->env[i], b->env[j]) != 0)
 			return false;
 	}
-	return true;
+	return wp_lint_equal(a, b);
 }
 
 /* --- setters shared by flags and JSON --- */
@@ -640,6 +648,11 @@ WARD_EXPORT int ward_policy_set(struct ward_policy *p, const char *field,
 			return wp_limit_set_str(p, l, value, wp_quote(value, q, sizeof(q)),
 						where, err);
 	}
+	if (strncmp(field, "lint.", 5) == 0) {
+		const struct wp_lint *l = wp_lint_find(field + 5);
+		if (l)
+			return wp_lint_set_list(p, l, value, where, err);
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(setters); i++)
 		if (strcmp(field, setters[i].field) == 0)
 			return setters[i].fn(p, value, where, err);
@@ -762,6 +775,8 @@ WARD_EXPORT int ward_policy_validate(const struct ward_policy *p,
 		r = validate_binds(p, err);
 	if (r == 0)
 		r = validate_env(p, err);
+	if (r == 0)
+		r = wp_lint_validate(p, err);
 	if (r == 0)
 		r = validate_workdir(p, err);
 	if (r == 0)

@@ -83,6 +83,8 @@ static void print_bundle(json_t *data, const char *prefix)
 		size_t n = json_is_string(val) ? json_string_length(val) : 0;
 		printf("%s[%s, %zu bytes; use --json to get it]\n", prefix, key, n);
 	}
+	/* streams are written straight to the fds: keep the order */
+	fflush(stdout);
 }
 
 static void print_error(json_t *c)
@@ -251,6 +253,9 @@ struct job {
 	size_t n_files;
 	struct ward_kernel *k;
 	struct out out;
+	char *codes[WARD_CLI_MAX_CELLS]; /* exec: the cells, loaded before start */
+	char *tool_src;         /* call: the tool file */
+	json_t *args;           /* call: the arguments */
 	json_t *value;          /* call: the returned value */
 	json_t *artifacts, *skipped;
 	bool code_failed;       /* a cell or the call raised */
@@ -260,13 +265,10 @@ struct job {
 static int run_cells(struct job *j, struct ward_error *err)
 {
 	for (size_t i = 0; i < j->o->n_cells; i++) {
-		_cleanup_free_ char *code = load_cell(&j->o->cells[i], err);
-		if (!code)
-			return -EINVAL;
 		json_t *reply = NULL;
 		j->out.outputs = json_array();
-		int r = ward_kernel_execute(j->k, code, !j->o->keep_going, on_message, &j->out,
-					    &reply, err);
+		int r = ward_kernel_execute(j->k, j->codes[i], !j->o->keep_going, on_message,
+					    &j->out, &reply, err);
 		json_t *cell = json_pack("{s:s, s:O?, s:o}", "status",
 					 reply ? json_string_value(json_object_get(reply, "status")) ?: "error"
 					       : "died",
@@ -294,25 +296,11 @@ static int run_cells(struct job *j, struct ward_error *err)
 
 static int run_call(struct job *j, struct ward_error *err)
 {
-	char *src;
-	size_t len;
-	int r = ward_read_file(j->o->tool_file, 16u << 20, &src, &len);
-	if (r < 0)
-		return ward_error_set(err, -r, "cli", "-f: unable to read '%s'", j->o->tool_file);
-	json_error_t je;
-	json_t *args = json_loads(j->o->args ? j->o->args : "{}", 0, &je);
-	if (!args || !(json_is_object(args) || json_is_array(args))) {
-		free(src);
-		json_decref(args);
-		return ward_error_set(err, EINVAL, "cli", "--args: expected a JSON object or array%s%s",
-				      args ? "" : ": ", args ? "" : je.text);
-	}
+	int r;
 	const char *base = strrchr(j->o->tool_file, '/');
 	json_t *reply = NULL;
-	r = ward_kernel_call(j->k, src, base ? base + 1 : j->o->tool_file, j->o->function, args,
-			     on_message, &j->out, &reply, err);
-	free(src);
-	json_decref(args);
+	r = ward_kernel_call(j->k, j->tool_src, base ? base + 1 : j->o->tool_file, j->o->function,
+			     j->args, on_message, &j->out, &reply, err);
 	if (r < 0) {
 		j->died = true;
 		return 0;
@@ -444,6 +432,29 @@ static const char exec_usage[] =
 	"  --json                 print one JSON verdict with results and artifacts\n"
 	"  and the policy options of 'ward run' (--policy, --memory, --timeout, ...)\n";
 
+/* Everything the code needs is read and checked before any sandbox exists. */
+static int load_code(struct job *j, struct ward_error *err)
+{
+	if (j->o->mode == WARD_CLI_EXEC) {
+		for (size_t i = 0; i < j->o->n_cells; i++)
+			if (!(j->codes[i] = load_cell(&j->o->cells[i], err)))
+				return -EINVAL;
+		return 0;
+	}
+	size_t len;
+	int r = ward_read_file(j->o->tool_file, 16u << 20, &j->tool_src, &len);
+	if (r < 0)
+		return ward_error_set(err, -r, "cli", "-f: unable to read '%s'", j->o->tool_file);
+	json_error_t je;
+	j->args = json_loads(j->o->args ? j->o->args : "{}", 0, &je);
+	if (!j->args)
+		return ward_error_set(err, EINVAL, "cli", "--args: invalid JSON at column %d: %s",
+				      je.column, je.text);
+	if (!json_is_object(j->args) && !json_is_array(j->args))
+		return ward_error_set(err, EINVAL, "cli", "--args: expected a JSON object or array");
+	return 0;
+}
+
 static int setup_job(struct job *j, struct ward_error *err)
 {
 	int r = ward_cli_build_policy(j->o, &j->policy, err);
@@ -457,6 +468,8 @@ static int setup_job(struct job *j, struct ward_error *err)
 			return r;
 		j->n_files++;
 	}
+	if ((r = load_code(j, err)) < 0)
+		return r;
 	j->out.json = j->o->json;
 	j->out.quiet = j->o->quiet;
 	j->out.limit = j->policy.output_limit;
@@ -476,6 +489,10 @@ static void release_job(struct job *j)
 	json_decref(j->out.error);
 	json_decref(j->out.violation);
 	json_decref(j->value);
+	json_decref(j->args);
+	free(j->tool_src);
+	for (size_t i = 0; i < WARD_CLI_MAX_CELLS; i++)
+		free(j->codes[i]);
 	json_decref(j->artifacts);
 	json_decref(j->skipped);
 	free(j->out.text[0].data);
@@ -486,7 +503,7 @@ static void release_job(struct job *j)
 /* Runs the cells or the call, collects artifacts, stops the kernel. */
 static int drive(struct job *j, struct ward_verdict *v, struct ward_error *err)
 {
-	json_t *lint = NULL; /* PENDING-LINT */
+	json_t *lint = (json_t *)ward_policy_lint_json(&j->policy);
 	struct ward_kernel_options ko = {
 		.lang = (enum ward_lang)ward_lang_from_name(j->o->lang),
 		.files = j->files, .n_files = j->n_files, .lint = lint,

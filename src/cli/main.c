@@ -8,7 +8,9 @@
 #include "base/util.h"
 #include "config.h"
 #include "doctor.h"
+#include "audit.h"
 #include "exec.h"
+#include "keys.h"
 #include "options.h"
 #include "run.h"
 
@@ -22,6 +24,8 @@ static const char usage[] =
 	"  exec --lang LANG -c CODE...         run code cells in a language kernel\n"
 	"  call --lang python -f F --function  call a function with JSON arguments\n"
 	"  doctor [--json]                     what this host supports, and fixes\n"
+	"  keys add|list|revoke                manage API keys (stored hashed)\n"
+	"  audit verify FILE                   check an audit log's hash chain\n"
 	"  gc                                  remove what dead supervisors left\n"
 	"  help                                this text\n"
 	"  version                             ward's version\n"
@@ -54,6 +58,10 @@ int main(int argc, char **argv)
 		return ward_cli_code(WARD_CLI_EXEC, argc - 1, argv + 1);
 	if (strcmp(cmd, "call") == 0)
 		return ward_cli_code(WARD_CLI_CALL, argc - 1, argv + 1);
+	if (strcmp(cmd, "keys") == 0)
+		return ward_cli_keys(argc - 1, argv + 1);
+	if (strcmp(cmd, "audit") == 0)
+		return ward_cli_audit(argc - 1, argv + 1);
 	if (strcmp(cmd, "doctor") == 0)
 		return ward_cli_doctor(argc - 1, argv + 1);
 	if (strcmp(cmd, "gc") == 0)

@@ -102,7 +102,7 @@ test_expect_success 'artifacts: an oversized file is listed, not copied, and rep
 	expect_contains "$(field artifacts_skipped)" "per-file cap"
 '
 # --- call mode ---
-cat > tool.py <<'PY'
+cat > "$TEST_TMP/tool.py" <<'PY'
 class MyTool:
     def run(self, numbers):
         return {"sum": sum(numbers), "mean": sum(numbers) / len(numbers)}
@@ -128,7 +128,7 @@ test_expect_success 'call: a missing target, bad arguments and an unserialisable
 	expect_eq "$a $b $c" "FunctionNotFound ArgumentError SerializationError"
 '
 # --- lint (advisory) ---
-cat > lint.json <<'JS'
+cat > "$TEST_TMP/lint.json" <<'JS'
 {"lint": {"deny_imports": ["subprocess"], "deny_calls": ["os.system", "eval"]}}
 JS
 test_expect_success 'lint: a denied import is policy_violation with line and column' '

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "ward/policy.h"
 #include "tap.h"
 
@@ -115,6 +117,9 @@ static void test_defaults(void)
 	is_str(env_get(&p, "MPLCONFIGDIR"), "/tmp/matplotlib", "MPLCONFIGDIR");
 	is_str(env_get(&p, "PYTHONDONTWRITEBYTECODE"), "1", "PYTHONDONTWRITEBYTECODE");
 	ok(p.env[p.n_env] == NULL, "env is NULL-terminated");
+	ok(p.lint_deny_imports == NULL && p.n_lint_deny_imports == 0 &&
+	   p.lint_deny_calls == NULL && p.n_lint_deny_calls == 0, "no lint");
+	ok(ward_policy_lint_json(&p) == NULL, "no lint JSON");
 	is_int(ward_policy_validate(&p, &err), 0, "defaults validate");
 	ward_policy_release(&p);
 	ok(p.env == NULL && p.workdir == NULL && p.n_env == 0, "release zeroes");
@@ -337,7 +342,7 @@ static void test_unknown_keys(void)
 {
 	json_fails("{\"limit\": {}}", "policy.json: limit: unknown field");
 	is_str(err.hint, "known fields: limits, mounts, env, workdir, hostname, image, "
-	       "network, user, cgroup, allow_degraded", "  hint lists the fields");
+	       "network, user, cgroup, allow_degraded, lint", "  hint lists the fields");
 	json_fails("{\"limits\": {\"memroy\": \"1G\"}}", PJ "memroy: unknown field");
 	has_str(err.hint, "memory, pids, timeout", "  hint lists the limits");
 	json_fails("{\"mounts\": [{\"host\": \"/a\", \"hots\": \"/b\"}]}",
@@ -771,6 +776,311 @@ static void test_round_trip(void)
 	ward_policy_release(&p);
 }
 
+/* --- lint --- */
+
+#define PL "policy.json: lint."
+#define EXP_IMPORT "expected a module name like \"subprocess\" or \"os.path\", got "
+#define EXP_CALL "expected a function name like \"eval\" or \"os.system\", got "
+
+/* The list joined with ',' (in list order), for one-line comparisons. */
+static const char *joined(char *const *v, size_t n)
+{
+	static char buf[512];
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			strncat(buf, ",", sizeof(buf) - strlen(buf) - 1);
+		strncat(buf, v[i], sizeof(buf) - strlen(buf) - 1);
+	}
+	return buf;
+}
+
+/* The compact dump of ward_policy_lint_json (NULL stays NULL). */
+static const char *lint_dump(const struct ward_policy *p)
+{
+	static char buf[1024];
+	json_t *j = ward_policy_lint_json(p);
+	if (!j)
+		return NULL;
+	char *s = json_dumps(j, JSON_COMPACT);
+	snprintf(buf, sizeof(buf), "%s", s ? s : "");
+	free(s);
+	json_decref(j);
+	return buf;
+}
+
+static void test_lint_good(void)
+{
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	ok(load(&p, "{\"lint\": {\"deny_imports\": [\"subprocess\", \"socket\", \"os.path\", \"subprocess\"],"
+		    " \"deny_calls\": [\"eval\", \"exec\", \"os.system\", \"_a1.B_2\"]}}") == 0,
+	   "lint object: %s", err.message);
+	is_int(p.n_lint_deny_imports, 3, "  a duplicate import is ignored");
+	is_str(joined(p.lint_deny_imports, p.n_lint_deny_imports), "subprocess,socket,os.path",
+	       "  imports in the order given");
+	is_str(joined(p.lint_deny_calls, p.n_lint_deny_calls), "eval,exec,os.system,_a1.B_2",
+	       "  calls in the order given");
+	ok(p.lint_deny_imports[3] == NULL && p.lint_deny_calls[4] == NULL, "  NULL-terminated");
+	ok(load(&p, "{\"lint\": {}}") == 0 && load(&p, "{\"lint\": {\"deny_calls\": []}}") == 0 &&
+	   p.n_lint_deny_imports == 3 && p.n_lint_deny_calls == 4, "empty object and list change nothing");
+	ok(load(&p, "{\"lint\": {\"deny_calls\": [\"compile\", \"eval\"]}}") == 0 &&
+	   p.n_lint_deny_calls == 5, "a second document adds");
+	ok(set(&p, "lint.deny_calls", "__import__,eval,compile,getattr", "--deny-call") == 0,
+	   "flag list");
+	is_str(joined(p.lint_deny_calls, p.n_lint_deny_calls),
+	       "eval,exec,os.system,_a1.B_2,compile,__import__,getattr", "  adds the new names only");
+	ok(set(&p, "lint.deny_imports", "ctypes", "--deny-import") == 0 &&
+	   p.n_lint_deny_imports == 4 && strcmp(p.lint_deny_imports[3], "ctypes") == 0,
+	   "flag with one name");
+	is_str(lint_dump(&p), "{\"deny_imports\":[\"ctypes\",\"os.path\",\"socket\",\"subprocess\"],"
+	       "\"deny_calls\":[\"__import__\",\"_a1.B_2\",\"compile\",\"eval\",\"exec\",\"getattr\","
+	       "\"os.system\"]}", "lint JSON, sorted");
+	is_int(ward_policy_validate(&p, &err), 0, "validates");
+	ward_policy_release(&p);
+	ok(p.lint_deny_imports == NULL && p.n_lint_deny_calls == 0, "release zeroes the lists");
+
+	ward_policy_init(&p, &err);
+	char name[160];
+	memset(name, 'x', 128);
+	name[128] = '\0';
+	ok(set(&p, "lint.deny_calls", name, "--deny-call") == 0, "a name of 128 bytes");
+	ok(set(&p, "lint.deny_calls", "A.b.C9._", "--deny-call") == 0, "dotted, any case");
+	ward_policy_release(&p);
+
+	ward_policy_init(&p, &err);
+	set(&p, "lint.deny_calls", "os.system", "--deny-call");
+	is_str(lint_dump(&p), "{\"deny_imports\":[],\"deny_calls\":[\"os.system\"]}",
+	       "lint JSON has both keys");
+	ward_policy_release(&p);
+}
+
+static void test_lint_errors(void)
+{
+	static const char *const bad[] = {
+		"", ".", "os.", ".os", "os..path", "1abc", "os.2x", "a-b", "a b", "$x",
+		"os.system()", " os", "\xc3\xa9", "a\\u0001b",
+	};
+	char doc[256], msg[256], name[200];
+	json_fails("{\"lint\": []}", "policy.json: lint: expected an object, got an array");
+	json_fails("{\"lint\": null}", "policy.json: lint: expected an object, got null");
+	json_fails("{\"lint\": {\"deny_import\": []}}", PL "deny_import: unknown field");
+	is_str(err.hint, "known fields: deny_imports, deny_calls", "  hint lists the lint fields");
+	json_fails("{\"lint\": {\"deny_calls\": [], \"allow_calls\": []}}", PL "allow_calls: unknown field");
+	json_fails("{\"lint\": {\"deny_calls\": \"eval\"}}",
+		   PL "deny_calls: expected an array of function names, got \"eval\"");
+	json_fails("{\"lint\": {\"deny_imports\": {}}}",
+		   PL "deny_imports: expected an array of module names, got an object");
+	json_fails("{\"lint\": {\"deny_calls\": [\"eval\", \"exec\", \"os.system\", 3]}}",
+		   PL "deny_calls[3]: " EXP_CALL "3");
+	json_fails("{\"lint\": {\"deny_imports\": [null]}}", PL "deny_imports[0]: " EXP_IMPORT "null");
+	json_fails("{\"lint\": {\"deny_imports\": [[\"os\"]]}}", PL "deny_imports[0]: " EXP_IMPORT "an array");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char shown[32];
+		/* the message escapes control characters as \xNN */
+		snprintf(shown, sizeof(shown), "%s", strcmp(bad[i], "a\\u0001b") ? bad[i] : "a\\x01b");
+		snprintf(doc, sizeof(doc), "{\"lint\": {\"deny_calls\": [\"eval\", \"%s\"]}}", bad[i]);
+		snprintf(msg, sizeof(msg), PL "deny_calls[1]: " EXP_CALL "\"%s\"", shown);
+		json_fails(doc, msg);
+	}
+	memset(name, 'x', 129);
+	name[129] = '\0';
+	snprintf(doc, sizeof(doc), "{\"lint\": {\"deny_imports\": [\"%s\"]}}", name);
+	json_fails(doc, PL "deny_imports[0]: name is longer than 128 bytes");
+	name[60] = '-';
+	snprintf(doc, sizeof(doc), "{\"lint\": {\"deny_imports\": [\"%s\"]}}", name);
+	json_fails(doc, PL "deny_imports[0]: name is longer than 128 bytes");
+
+	set_fails("lint.deny_calls", "eval,os..system", "--deny-call",
+		  "--deny-call: " EXP_CALL "\"os..system\"");
+	set_fails("lint.deny_calls", "eval,", "--deny-call", "--deny-call: " EXP_CALL "\"\"");
+	set_fails("lint.deny_imports", "", "--deny-import", "--deny-import: " EXP_IMPORT "\"\"");
+	set_fails("lint.deny_imports", "os, sys", "--deny-import", "--deny-import: " EXP_IMPORT "\" sys\"");
+	set_fails("lint.deny_imports", "a\x01", "--deny-import", "--deny-import: " EXP_IMPORT "\"a\\x01\"");
+	set_fails("lint.deny_imports", "\xff", "--deny-import", "--deny-import: " EXP_IMPORT "\"\xff\"");
+	memset(name, 'y', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	set_fails("lint.deny_calls", name, "--deny-call", "--deny-call: name is longer than 128 bytes");
+	set_fails("lint.deny_attrs", "x", "--lint", "--lint: unknown policy field \"lint.deny_attrs\"");
+	set_fails("lint", "x", "--lint", "--lint: unknown policy field \"lint\"");
+}
+
+static void test_lint_limits(void)
+{
+	struct ward_policy p;
+	char doc[8192], kv[16];
+	size_t o = (size_t)snprintf(doc, sizeof(doc), "{\"lint\": {\"deny_imports\": [\"m0\"");
+	for (int i = 0; i < 256; i++)
+		o += (size_t)snprintf(doc + o, sizeof(doc) - o, ", \"m%d\"", i);
+	snprintf(doc + o, sizeof(doc) - o, "]}}");
+	ward_policy_init(&p, &err);
+	ok(load(&p, doc) == 0 && p.n_lint_deny_imports == 256, "256 names; duplicates do not count");
+	ward_policy_release(&p);
+	snprintf(doc + o, sizeof(doc) - o, ", \"m256\"]}}");
+	json_fails(doc, PL "deny_imports[257]: too many names (at most 256)");
+
+	ward_policy_init(&p, &err);
+	int r = 0;
+	for (int i = 0; r == 0 && i < 300; i++) {
+		snprintf(kv, sizeof(kv), "f%d", i);
+		r = set(&p, "lint.deny_calls", kv, "--deny-call");
+	}
+	ok(r == -EINVAL && p.n_lint_deny_calls == 256, "at most 256 names by flag");
+	is_str(err.message, "--deny-call: too many names (at most 256)", "  message");
+	ok(set(&p, "lint.deny_calls", "f0,f255", "--deny-call") == 0, "names already listed fit at the limit");
+	ward_policy_release(&p);
+
+	/* a failed flag takes back the names it added before the bad one */
+	ward_policy_init(&p, &err);
+	set(&p, "lint.deny_calls", "eval", "--deny-call");
+	ok(set(&p, "lint.deny_calls", "exec,compile,1x", "--deny-call") == -EINVAL &&
+	   p.n_lint_deny_calls == 1 && strcmp(p.lint_deny_calls[0], "eval") == 0 &&
+	   p.lint_deny_calls[1] == NULL, "a failed list leaves the earlier names only");
+	ok(set(&p, "lint.deny_imports", "os,sys,", "--deny-import") == -EINVAL &&
+	   p.lint_deny_imports == NULL && p.n_lint_deny_imports == 0, "  and an empty list empty");
+	for (int i = 1; i < 255; i++) {
+		snprintf(kv, sizeof(kv), "f%d", i);
+		set(&p, "lint.deny_calls", kv, "--deny-call");
+	}
+	ok(set(&p, "lint.deny_calls", "g1,g2", "--deny-call") == -EINVAL && p.n_lint_deny_calls == 255,
+	   "a list that passes the limit adds nothing");
+	ward_policy_release(&p);
+
+	/* a late error in a document leaves the lists as they were */
+	ward_policy_init(&p, &err);
+	load(&p, "{\"lint\": {\"deny_calls\": [\"eval\"]}}");
+	ok(load(&p, "{\"lint\": {\"deny_calls\": [\"exec\"], \"deny_imports\": [\"os\"]}, \"hostname\": \"-\"}") == -EINVAL &&
+	   p.n_lint_deny_calls == 1 && p.n_lint_deny_imports == 0, "a failed document adds no names");
+	ward_policy_release(&p);
+}
+
+static char **names(const char *const *v, size_t *n)
+{
+	size_t k = 0;
+	while (v[k])
+		k++;
+	char **a = calloc(k + 1, sizeof(*a));
+	for (size_t i = 0; i < k; i++)
+		a[i] = v[i] ? strdup(v[i]) : NULL;
+	*n = k;
+	return a;
+}
+
+static void test_lint_validate(void)
+{
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	p.lint_deny_calls = names((const char *const[]){ "eval", "exec", "eval", NULL },
+				  &p.n_lint_deny_calls);
+	is_int(ward_policy_validate(&p, &err), -EINVAL, "hand-set duplicate name");
+	is_str(err.message, "policy: lint.deny_calls[2]: \"eval\" is listed twice", "  message");
+	free(p.lint_deny_calls[2]);
+	p.lint_deny_calls[2] = strdup("os..system");
+	ward_policy_validate(&p, &err);
+	is_str(err.message, "policy: lint.deny_calls[2]: " EXP_CALL "\"os..system\"", "hand-set bad name");
+	free(p.lint_deny_calls[2]);
+	p.lint_deny_calls[2] = NULL;
+	ward_policy_validate(&p, &err);
+	is_str(err.message, "policy: lint.deny_calls[2]: expected a function name like \"eval\" or "
+	       "\"os.system\"", "hand-set NULL name");
+	char *json = ward_policy_to_json(&p);
+	ok(json == NULL && ward_policy_lint_json(&p) == NULL, "  prints nothing rather than crash");
+	free(json);
+	p.n_lint_deny_calls = 2;
+	is_int(ward_policy_validate(&p, &err), 0, "hand-set good lists validate");
+	ward_policy_release(&p);
+
+	ward_policy_init(&p, &err);
+	char kv[16];
+	for (int i = 0; i < 256; i++) {
+		snprintf(kv, sizeof(kv), "m%d", i);
+		set(&p, "lint.deny_imports", kv, "--deny-import");
+	}
+	char **more = realloc(p.lint_deny_imports, 258 * sizeof(*more));
+	more[256] = strdup("extra");
+	more[257] = NULL;
+	p.lint_deny_imports = more;
+	p.n_lint_deny_imports = 257;
+	ward_policy_validate(&p, &err);
+	is_str(err.message, "policy: lint.deny_imports: too many names (at most 256)", "hand-set 257 names");
+	ward_policy_release(&p);
+}
+
+static void test_lint_copy_equal(void)
+{
+	struct ward_policy a, b, c;
+	ward_policy_init(&a, &err);
+	ward_policy_init(&b, &err);
+	set(&a, "lint.deny_calls", "eval,exec", "--deny-call");
+	set(&a, "lint.deny_imports", "socket", "--deny-import");
+	ok(!ward_policy_equal(&a, &b), "lint makes policies differ");
+	set(&b, "lint.deny_imports", "socket", "--deny-import");
+	set(&b, "lint.deny_calls", "exec,eval", "--deny-call");
+	ok(ward_policy_equal(&a, &b), "the same names in another order are equal");
+	is_int(ward_policy_copy(&c, &a, &err), 0, "copy");
+	ok(ward_policy_equal(&a, &c) && c.lint_deny_calls != a.lint_deny_calls &&
+	   c.lint_deny_calls[0] != a.lint_deny_calls[0] && c.lint_deny_calls[2] == NULL,
+	   "  deep, equal, NULL-terminated");
+	set(&c, "lint.deny_calls", "compile", "--deny-call");
+	ok(!ward_policy_equal(&a, &c) && a.n_lint_deny_calls == 2, "  changing the copy leaves the original");
+	ward_policy_release(&c);
+	set(&b, "lint.deny_calls", "compile", "--deny-call");
+	set(&a, "lint.deny_calls", "getattr", "--deny-call");
+	ok(!ward_policy_equal(&a, &b), "same count, different names");
+	ward_policy_release(&a);
+	ward_policy_release(&b);
+
+	ward_policy_init(&a, &err);
+	ward_policy_copy(&c, &a, &err);
+	ok(c.lint_deny_calls == NULL && c.lint_deny_imports == NULL, "copy of empty lists is empty");
+	ward_policy_release(&c);
+	ward_policy_release(&a);
+}
+
+static void test_lint_round_trip(void)
+{
+	struct ward_policy p, q;
+	ward_policy_init(&p, &err);
+	set(&p, "lint.deny_imports", "subprocess,socket", "--deny-import");
+	set(&p, "lint.deny_calls", "os.system,eval,exec", "--deny-call");
+	char *json = ward_policy_to_json(&p);
+	json_t *root = json ? json_loads(json, 0, NULL) : NULL;
+	char *lint = root ? json_dumps(json_object_get(root, "lint"), JSON_COMPACT) : NULL;
+	is_str(lint, "{\"deny_imports\":[\"socket\",\"subprocess\"],\"deny_calls\":[\"eval\",\"exec\",\"os.system\"]}",
+	       "to_json prints lint sorted");
+	free(lint);
+	json_decref(root);
+	ward_policy_init(&q, &err);
+	ok(load(&q, json) == 0 && ward_policy_equal(&p, &q), "loads back to the same policy");
+	set(&q, "lint.deny_calls", "exec", "--deny-call");
+	char *again = ward_policy_to_json(&q);
+	ok(again && strcmp(json, again) == 0, "  prints the same bytes");
+	ok(ward_policy_validate(&q, &err) == 0, "  validates");
+	free(again);
+	free(json);
+	ward_policy_release(&q);
+	ward_policy_release(&p);
+
+	ward_policy_init(&p, &err);
+	set(&p, "lint.deny_imports", "ctypes", "--deny-import");
+	json = ward_policy_to_json(&p);
+	has_str(json, "\"deny_calls\": []", "an empty list prints when the other is not");
+	ward_policy_init(&q, &err);
+	ok(load(&q, json) == 0 && ward_policy_equal(&p, &q), "  and round-trips");
+	free(json);
+	ward_policy_release(&q);
+	ward_policy_release(&p);
+
+	ward_policy_init(&p, &err);
+	json = ward_policy_to_json(&p);
+	ok(json && strstr(json, "lint") == NULL, "no lint section without names");
+	free(json);
+	ward_policy_release(&p);
+}
+#undef PL
+#undef EXP_IMPORT
+#undef EXP_CALL
+
 int main(void)
 {
 	test_layers();
@@ -796,5 +1106,11 @@ int main(void)
 	test_unchanged_on_error();
 	test_validate();
 	test_round_trip();
+	test_lint_good();
+	test_lint_errors();
+	test_lint_limits();
+	test_lint_validate();
+	test_lint_copy_equal();
+	test_lint_round_trip();
 	return tap_done();
 }
