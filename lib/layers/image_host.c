@@ -16,9 +16,10 @@
 
 /* Host files copied by content into the sandbox's /etc (parent reads them
  * once; a missing one is simply left out). Nothing here may hold secrets. */
+/* Debian's python sitecustomize is left out on purpose: it only wires in
+ * apport, and on a read-only /etc it would be recompiled at every start. */
 static const char *const etc_copies[] = {
 	"ld.so.cache",
-	"python3.11/sitecustomize.py",
 	"ssl/openssl.cnf",
 	"matplotlibrc",
 	"mime.types",

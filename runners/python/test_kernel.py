@@ -12,6 +12,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -253,6 +254,17 @@ class TestCells(KernelTest):
     def test_system_exit_does_not_end_kernel(self):
         err = self.error("import sys\nsys.exit(3)")
         self.assertEqual((err["ename"], err["evalue"]), ("SystemExit", "3"))
+        self.assertEqual(result(self.k.execute("'alive'")), "'alive'")
+
+    def test_sigint_interrupts_cell_not_kernel(self):
+        rid = self.k.send("execute_request", {"code": "import time\nprint('sleeping', flush=True)\n"
+                                                      "time.sleep(30)", "stop_on_error": False})
+        self.assertEqual(self.k.read()["content"]["text"], "sleeping\n")
+        self.k.proc.send_signal(signal.SIGINT)
+        msgs = self.k.until("execute_reply", rid)
+        self.assertEqual([(e["ename"], e["traceback"][1]) for e in of(msgs, "error")],
+                         [("KeyboardInterrupt", '  File "<cell 1>", line 3, in <module>')])
+        self.k.proc.send_signal(signal.SIGINT)           # while idle: ignored
         self.assertEqual(result(self.k.execute("'alive'")), "'alive'")
 
     def test_stop_on_error(self):

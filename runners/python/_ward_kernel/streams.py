@@ -200,7 +200,8 @@ class Channel:
 
     # -- the interface used by the kernel and the writers
     def text(self, name, s):
-        """Python-level output: sent once it holds a newline, or soon after."""
+        """Python-level output: sent when it ends a line (joined with the lines
+        that follow when they come fast), or at the latest after BATCH."""
         if self.child:
             return self._child_write(name, s)
         with self.lock:
