@@ -26,6 +26,8 @@ enum {
 	MIN_LINE_MAX = 64 << 20,   /* a matplotlib PNG in base64 fits easily */
 };
 
+struct waiter;
+
 struct ward_kernel {
 	struct ward_policy policy;
 	struct ward_sandbox *sb;
@@ -45,6 +47,7 @@ struct ward_kernel {
 	bool dead;
 	struct ward_kernel_input *inputs;
 	size_t n_inputs;
+	struct waiter *aw;      /* the non-blocking form's awaited reply, or NULL */
 };
 
 static const char *const lang_names[] = { "python", "node", "bash" };
@@ -371,6 +374,9 @@ static void kernel_free(struct ward_kernel *k)
 	free(k->line);
 	free(k->pending);
 	free(k->inputs);
+	if (k->aw)
+		json_decref(k->aw->found);
+	free(k->aw);
 	free(k);
 }
 
@@ -499,6 +505,162 @@ WARD_EXPORT int ward_kernel_stop(struct ward_kernel *k, struct ward_verdict *v,
 		}
 		json_decref(c);
 	}
+	int r = ward_sandbox_finish(k->sb, v, err);
+	kernel_free(k);
+	return r;
+}
+
+/* --- the non-blocking form (ward serve): the same loop, one step at a
+ * time, with the waiter kept in the kernel between steps. --- */
+
+WARD_EXPORT int ward_kernel_begin(const struct ward_policy *policy,
+				  const struct ward_kernel_options *o, struct ward_kernel **out,
+				  struct ward_error *err)
+{
+	*out = NULL;
+	char *const *argv = kernel_argv(o->lang);
+	if (!argv)
+		return ward_error_set(err, EINVAL, "kernel", "unknown language");
+	struct ward_kernel *k = calloc(1, sizeof(*k));
+	if (!k)
+		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
+	k->lang = o->lang;
+	k->aw = calloc(1, sizeof(*k->aw));
+	int r = k->aw ? 0 : ward_error_set(err, ENOMEM, "kernel", "out of memory");
+	if (r == 0)
+		r = remember_inputs(k, o, err);
+	if (r == 0)
+		r = find_runners(o->runners_dir, k->runners, sizeof(k->runners), err);
+	if (r == 0)
+		r = prepare_policy(k, policy, o->lint, err);
+	if (r < 0) {
+		kernel_free(k);
+		return r;
+	}
+	k->bind = (struct ward_bind){ .host = k->runners, .inside = RUNNERS_INSIDE };
+	struct ward_sandbox_options so = {
+		.stdin_pipe = true, .files = o->files, .n_files = o->n_files,
+		.binds = &k->bind, .n_binds = 1,
+	};
+	r = ward_sandbox_start(&k->policy, argv, &so, &k->sb, err);
+	if (r < 0) {
+		kernel_free(k);
+		return r;
+	}
+	*out = k;
+	return 0;
+}
+
+static int submit(struct ward_kernel *k, const char *type, json_t *content, const char *want,
+		  struct waiter w, struct ward_error *err)
+{
+	if (!k->aw)
+		return ward_error_set(err, EINVAL, "kernel", "not started with ward_kernel_begin");
+	if (k->aw->want_type)
+		return ward_error_set(err, EBUSY, "kernel", "a request is already awaited");
+	if (k->dead)
+		return -ECHILD;
+	char id[32];
+	int r = send_request(k, type, content, id, sizeof(id), err);
+	if (r < 0)
+		return r;
+	char *idcopy = strdup(id);
+	if (!idcopy)
+		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
+	free((char *)k->aw->want_id);
+	*k->aw = w;
+	k->aw->want_type = want;
+	k->aw->want_id = idcopy;
+	return 0;
+}
+
+WARD_EXPORT int ward_kernel_submit_execute(struct ward_kernel *k, const char *code,
+					   bool stop_on_error, ward_kernel_cb cb, void *ctx,
+					   struct ward_error *err)
+{
+	json_t *c = json_pack("{s:s, s:b}", "code", code, "stop_on_error", stop_on_error);
+	if (!c)
+		return ward_error_set(err, EINVAL, "kernel", "code is not valid UTF-8");
+	int r = submit(k, "execute_request", c, "execute_reply",
+		       (struct waiter){ .cb = cb, .ctx = ctx }, err);
+	json_decref(c);
+	return r;
+}
+
+WARD_EXPORT int ward_kernel_submit_shutdown(struct ward_kernel *k, unsigned grace_ms,
+					    struct ward_error *err)
+{
+	json_t *c = json_object();
+	if (!c)
+		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
+	int r = submit(k, "shutdown_request", c, "shutdown_reply",
+		       (struct waiter){ .until_ns = ward_now_ns() + grace_ms * 1000000ull }, err);
+	json_decref(c);
+	return r;
+}
+
+WARD_EXPORT int ward_kernel_pollfds(struct ward_kernel *k, struct pollfd fds[WARD_KERNEL_NFDS])
+{
+	bool want_write = k->pending_off < k->pending_len && ward_sandbox_stdin(k->sb) >= 0;
+	fds[0] = (struct pollfd){ .fd = k->out_eof ? -1 : ward_sandbox_stdout(k->sb), .events = POLLIN };
+	fds[1] = (struct pollfd){ .fd = k->err_eof ? -1 : ward_sandbox_stderr(k->sb), .events = POLLIN };
+	fds[2] = (struct pollfd){ .fd = want_write ? ward_sandbox_stdin(k->sb) : -1, .events = POLLOUT };
+	fds[3] = (struct pollfd){ .fd = ward_sandbox_exited(k->sb) ? -1 : ward_sandbox_pidfd(k->sb),
+				  .events = POLLIN };
+	int t = ward_sandbox_check(k->sb);
+	if (k->aw && k->aw->want_type && k->aw->until_ns) {
+		uint64_t now = ward_now_ns();
+		int left = now >= k->aw->until_ns ? 0 : (int)((k->aw->until_ns - now) / 1000000 + 1);
+		t = t < 0 || left < t ? left : t;
+	}
+	return t;
+}
+
+/* The awaited request is over: clear the waiter, hand out what came. */
+static json_t *take_found(struct ward_kernel *k)
+{
+	json_t *found = k->aw->found;
+	free((char *)k->aw->want_id);
+	*k->aw = (struct waiter){ 0 };
+	return found;
+}
+
+WARD_EXPORT int ward_kernel_step(struct ward_kernel *k, json_t **reply)
+{
+	struct pollfd fds[WARD_KERNEL_NFDS];
+	*reply = NULL;
+	if (!k->aw)
+		return -EINVAL;
+	ward_kernel_pollfds(k, fds);
+	struct waiter *w = k->aw;
+	if (!k->dead && poll(fds, WARD_KERNEL_NFDS, 0) > 0) {
+		if (fds[0].revents)
+			read_stdout(k, w);
+		if (fds[1].revents)
+			read_stderr(k, w);
+		if (fds[2].revents)
+			write_pending(k);
+	}
+	if (w->want_type && w->found) {
+		*reply = take_found(k);
+		return 1;
+	}
+	if (w->want_type && w->until_ns && ward_now_ns() >= w->until_ns)
+		ward_sandbox_kill(k->sb, WARD_KILL_CANCEL);
+	if (k->out_eof && k->err_eof && ward_sandbox_exited(k->sb))
+		k->dead = true;
+	if (k->dead) {
+		json_decref(take_found(k));
+		return -ECHILD;
+	}
+	return 0;
+}
+
+WARD_EXPORT int ward_kernel_finish(struct ward_kernel *k, struct ward_verdict *v,
+				   struct ward_error *err)
+{
+	if (!ward_sandbox_exited(k->sb))
+		ward_sandbox_kill(k->sb, WARD_KILL_CANCEL);
 	int r = ward_sandbox_finish(k->sb, v, err);
 	kernel_free(k);
 	return r;

@@ -11,6 +11,7 @@
 #define WARD_KERNEL_H
 
 #include <jansson.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -86,6 +87,47 @@ int ward_kernel_stop(struct ward_kernel *k, struct ward_verdict *v, struct ward_
 
 /* The sandbox under the kernel (for its id and limits). */
 struct ward_sandbox *ward_kernel_sandbox(struct ward_kernel *k);
+
+
+/* The non-blocking form, for a caller that owns the event loop (ward serve).
+ * Nothing below waits: the caller polls the fds ward_kernel_pollfds gives
+ * and calls ward_kernel_step when one is ready or the timeout expires.
+ * One request is awaited at a time.
+ *
+ * ward_kernel_begin starts the sandbox like ward_kernel_start but does not
+ * wait for the kernel to say it is ready (requests queue in the pipe
+ * meanwhile; its "status" message reaches the callback of the request
+ * being awaited, if any). */
+int ward_kernel_begin(const struct ward_policy *policy, const struct ward_kernel_options *o,
+		      struct ward_kernel **out, struct ward_error *err);
+
+/* Queues one execute_request and awaits its execute_reply; messages before
+ * it go to cb. Returns 0, -EBUSY when a request is already awaited, -ECHILD
+ * when the sandbox has ended, or -errno with err set. */
+int ward_kernel_submit_execute(struct ward_kernel *k, const char *code, bool stop_on_error,
+			       ward_kernel_cb cb, void *ctx, struct ward_error *err);
+
+/* Queues a shutdown_request and awaits its reply for at most grace_ms;
+ * past that, ward_kernel_step kills the sandbox (WARD_KILL_CANCEL). */
+int ward_kernel_submit_shutdown(struct ward_kernel *k, unsigned grace_ms, struct ward_error *err);
+
+enum { WARD_KERNEL_NFDS = 4 };
+
+/* Fills fds (WARD_KERNEL_NFDS entries; fd -1 for an unused slot) with what
+ * to watch now, and returns how many ms the caller may wait before calling
+ * ward_kernel_step anyway (-1: only when an fd is ready). The set changes
+ * after each step (stdin is watched only while a request is unwritten). */
+int ward_kernel_pollfds(struct ward_kernel *k, struct pollfd fds[WARD_KERNEL_NFDS]);
+
+/* Does what is ready now (reads, writes, limit checks), never blocking.
+ * Returns 1 when the awaited reply arrived (*reply: its content, a new
+ * reference; NULL for a shutdown reply), 0 while it is still awaited (or
+ * nothing is), -ECHILD once the sandbox has ended without it. */
+int ward_kernel_step(struct ward_kernel *k, json_t **reply);
+
+/* Kills the sandbox if it still runs, waits for its end, fills the verdict
+ * as ward_kernel_stop does, and frees everything. */
+int ward_kernel_finish(struct ward_kernel *k, struct ward_verdict *v, struct ward_error *err);
 
 #ifdef __cplusplus
 }

@@ -115,14 +115,17 @@ static int add_copies(struct ward_plan *plan, struct ward_error *err)
 	return 0;
 }
 
-/* Binds: /usr, and two host directories that hold only links and public
- * data (the alternatives links point into /usr; the CA bundle is public). */
+/* Binds: /usr, and host directories that hold only links and public data
+ * (the alternatives links point into /usr; the CA bundle is public; the
+ * font configuration). */
 static int add_binds(struct ward_plan *plan, struct ward_error *err)
 {
 	static const struct { const char *src, *target; bool optional; } binds[] = {
 		{ "/usr", "/usr", false },
 		{ "/etc/alternatives", "/etc/alternatives", true },
 		{ "/etc/ssl/certs", "/etc/ssl/certs", true },
+		/* fontconfig's configuration: matplotlib and friends need it */
+		{ "/etc/fonts", "/etc/fonts", true },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(binds); i++) {
 		struct ward_mount_op op = {

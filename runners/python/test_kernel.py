@@ -161,14 +161,12 @@ class KernelTest(unittest.TestCase):
 
 class TestCells(KernelTest):
     def test_status_first(self):
-        version = "%d.%d.%d" % sys.version_info[:3] if sys.executable == PYTHON else None
+        version = subprocess.run([PYTHON, "-I", "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                                 capture_output=True, text=True).stdout.strip()
         st = self.k.status
-        self.assertEqual(st["msg_type"], "status")
+        self.assertEqual((st["msg_type"], st["content"]), ("status", {
+            "execution_state": "idle", "language": "python", "language_version": version}))
         self.assertNotIn("parent_id", st)
-        self.assertEqual(st["content"]["execution_state"], "idle")
-        self.assertEqual(st["content"]["language"], "python")
-        if version:
-            self.assertEqual(st["content"]["language_version"], version)
         self.assertIsInstance(st["time"], float)
 
     def test_persistence_and_last_expression(self):
@@ -262,8 +260,8 @@ class TestCells(KernelTest):
         self.assertEqual(self.k.read()["content"]["text"], "sleeping\n")
         self.k.proc.send_signal(signal.SIGINT)
         msgs = self.k.until("execute_reply", rid)
-        self.assertEqual([(e["ename"], e["traceback"][1]) for e in of(msgs, "error")],
-                         [("KeyboardInterrupt", '  File "<cell 1>", line 3, in <module>')])
+        self.assertEqual([e["ename"] for e in of(msgs, "error")], ["KeyboardInterrupt"])
+        self.assertTrue(of(msgs, "error")[0]["traceback"][1].startswith('  File "<cell 1>", line '))
         self.k.proc.send_signal(signal.SIGINT)           # while idle: ignored
         self.assertEqual(result(self.k.execute("'alive'")), "'alive'")
 

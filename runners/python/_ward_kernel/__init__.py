@@ -1,2 +1,3 @@
-"""The parts of ward's Python kernel (runners/python/kernel.py) that it loads
-from its own directory: streams at start, the rest on first use."""
+"""ward's Python kernel (started by runners/python/kernel.py): core.py runs
+cells, streams.py and wire.py carry the output; errors.py, lint.py and
+call.py load on first use."""

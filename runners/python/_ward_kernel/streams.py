@@ -5,6 +5,7 @@ one lock. It must never let user output reach the protocol fd except inside
 a `stream` message, and never block the user's code on the output cap.
 """
 
+import _signal
 import codecs
 import io
 import os
@@ -39,8 +40,9 @@ class Channel:
         self.truncated = {"stdout": False, "stderr": False}
         self.pending, self.pending_name, self.pending_len, self.pending_since = [], None, 0, 0.0
         self.last_sent = 0.0
-        self.busy = self.child = self.writing = False
+        self.busy = self.child = self.writing = self.interrupted = False
         self.deferred = []
+        self.main = self.writer = threading.get_ident()
         # os.dup gives close-on-exec copies: subprocesses never see the protocol.
         self.proto = os.dup(1)
         self.requests = os.dup(0)
@@ -70,6 +72,10 @@ class Channel:
 
     # -- the reader thread: fd-level output, and text that waited BATCH
     def _reader(self):
+        try:                         # SIGINT goes to the main thread, where it interrupts code
+            _signal.pthread_sigmask(_signal.SIG_BLOCK, [_signal.SIGINT])
+        except (AttributeError, OSError, ValueError):
+            pass
         poller, registered = select.poll(), set()
         for fd in [self.wake_r, *self.pipes]:
             poller.register(fd, select.POLLIN)
@@ -176,13 +182,24 @@ class Channel:
         if self.writing:             # a signal handler printed in the middle of a line
             self.deferred.append(data)
             return
-        self.writing = True
+        self.writing, self.writer = True, threading.get_ident()
         try:
             self._write_all(data)
             while self.deferred:
                 self._write_all(self.deferred.pop(0))
         finally:
             self.writing = False
+        if self.interrupted and self.writer == self.main:
+            self.interrupted = False
+            raise KeyboardInterrupt  # held back while the line was half written
+
+    def interrupt(self):
+        """SIGINT in the user's code: KeyboardInterrupt now, or right after
+        the protocol line the main thread is writing, never in its middle."""
+        if self.writing and self.writer == self.main:
+            self.interrupted = True
+        else:
+            raise KeyboardInterrupt
 
     def _write_all(self, data):
         view = memoryview(data)

@@ -50,7 +50,7 @@ if _json is not None:
             except SystemError:
                 # _json raises its syntax errors as json.decoder.JSONDecodeError,
                 # and only once that module is loaded: load it, and scan again.
-                import json.decoder  # noqa: F401
+                __import__("json.decoder")
                 obj, end = _scan(text, start)
         except StopIteration as e:
             raise ValueError("Expecting value: line 1 column %d (char %d)"

@@ -1,0 +1,238 @@
+/* src/daemon/config.c — `ward serve` settings: a JSON config file and flags.
+ *
+ * One table names every setting once: its config key, its flag (the same
+ * name) and its type. The file is read first, flags override it. Unknown
+ * keys and bad values are errors that name the key; nothing here starts
+ * anything.
+ */
+#include <jansson.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "daemon.h"
+
+enum kind { K_STR, K_SIZE, K_DUR, K_BOOL, K_UINT };
+
+struct setting {
+	const char *name;
+	enum kind kind;
+	size_t off;
+	const char *help;
+};
+
+#define S(name, kind, field, help) { name, kind, offsetof(struct srv_config, field), help }
+static const struct setting settings[] = {
+	S("socket", K_STR, socket, "unix socket path (\"none\": no unix socket)"),
+	S("listen", K_STR, listen, "also listen on TCP, 127.0.0.1:PORT"),
+	S("keys-file", K_STR, keys_file, "the API keys file (ward keys add)"),
+	S("audit-log", K_STR, audit_log, "the hash-chained audit log"),
+	S("audit-full-text", K_BOOL, audit_full_text, "record code and output in full"),
+	S("audit-sync", K_BOOL, audit_sync, "fdatasync every audit line (default true)"),
+	S("max-body", K_SIZE, max_body, "request body limit (default 8M)"),
+	S("max-header", K_SIZE, max_header, "request header memory limit (default 32k)"),
+	S("grace", K_DUR, grace_ms, "SIGTERM: time running executions get (default 10s)"),
+	S("max-executions", K_UINT, max_executions, "running at once (default 64)"),
+	S("max-per-tenant", K_UINT, max_per_tenant, "running at once per tenant (default 16)"),
+	S("policy", K_STR, policy_file, "default policy file (JSON)"),
+	S("runners", K_STR, runners, "language runners directory"),
+};
+#undef S
+
+void srv_config_defaults(struct srv_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->audit_sync = true;
+	c->max_body = 8u << 20;
+	c->max_header = 32u << 10;
+	c->grace_ms = 10000;
+	c->max_executions = 64;
+	c->max_per_tenant = 16;
+}
+
+void srv_config_release(struct srv_config *c)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(settings); i++)
+		if (settings[i].kind == K_STR)
+			free(*(char **)((char *)c + settings[i].off));
+	json_decref(c->policy);
+	memset(c, 0, sizeof(*c));
+}
+
+static const struct setting *find_setting(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(settings); i++)
+		if (strcmp(settings[i].name, name) == 0)
+			return &settings[i];
+	return NULL;
+}
+
+/* Sets one value given as a string (flags, and string values in the file). */
+static int set_string(struct srv_config *c, const struct setting *st, const char *v,
+		      const char *origin)
+{
+	void *p = (char *)c + st->off;
+	uint64_t n;
+	char *end;
+	switch (st->kind) {
+	case K_STR: {
+		char *d = strdup(v);
+		if (!d)
+			return -1;
+		free(*(char **)p);
+		*(char **)p = d;
+		return 0;
+	}
+	case K_SIZE:
+		if (ward_parse_size(v, &n) == 0) {
+			*(uint64_t *)p = n;
+			return 0;
+		}
+		fprintf(stderr, "ward: error: %s%s: expected a size like \"8M\", got '%s'\n", origin,
+			st->name, v);
+		return -1;
+	case K_DUR:
+		if (ward_parse_duration_ms(v, &n) == 0) {
+			*(uint64_t *)p = n;
+			return 0;
+		}
+		fprintf(stderr, "ward: error: %s%s: expected a duration like \"10s\", got '%s'\n",
+			origin, st->name, v);
+		return -1;
+	case K_BOOL:
+		if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0) {
+			*(bool *)p = v[0] == 't';
+			return 0;
+		}
+		fprintf(stderr, "ward: error: %s%s: expected true or false, got '%s'\n", origin,
+			st->name, v);
+		return -1;
+	case K_UINT:
+		errno = 0;
+		n = strtoull(v, &end, 10);
+		if (!errno && end != v && !*end && v[0] != '-' && n > 0 && n < 1000000) {
+			*(uint64_t *)p = n;
+			return 0;
+		}
+		fprintf(stderr, "ward: error: %s%s: expected a positive integer, got '%s'\n", origin,
+			st->name, v);
+		return -1;
+	}
+	return -1;
+}
+
+/* A JSON value from the config file: strings as flags; numbers for sizes,
+ * counts and durations (seconds); booleans for booleans. */
+static int set_json(struct srv_config *c, const struct setting *st, json_t *v, const char *file)
+{
+	char origin[4200], num[64];
+	snprintf(origin, sizeof(origin), "%s: ", file);
+	if (json_is_string(v))
+		return set_string(c, st, json_string_value(v), origin);
+	if (st->kind == K_BOOL && json_is_boolean(v))
+		return set_string(c, st, json_is_true(v) ? "true" : "false", origin);
+	if ((st->kind == K_SIZE || st->kind == K_UINT || st->kind == K_DUR) && json_is_number(v)) {
+		snprintf(num, sizeof(num), "%.17g", json_number_value(v));
+		return set_string(c, st, num, origin);
+	}
+	fprintf(stderr, "ward: error: %s: %s: wrong type\n", file, st->name);
+	return -1;
+}
+
+static int load_file(struct srv_config *c, const char *path)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!root) {
+		fprintf(stderr, "ward: error: %s:%d:%d: %s\n", path, je.line, je.column, je.text);
+		return -1;
+	}
+	int r = 0;
+	const char *key;
+	json_t *v;
+	if (!json_is_object(root)) {
+		fprintf(stderr, "ward: error: %s: expected a JSON object\n", path);
+		r = -1;
+	}
+	json_object_foreach(root, key, v) {
+		if (r < 0)
+			break;
+		if (strcmp(key, "policy") == 0 && json_is_object(v)) {
+			json_decref(c->policy);
+			c->policy = json_incref(v);
+			continue;
+		}
+		char name[64];
+		ward_strlcpy(name, key, sizeof(name));
+		for (char *p = name; *p; p++)
+			if (*p == '_')
+				*p = '-';
+		const struct setting *st = find_setting(name);
+		if (!st) {
+			fprintf(stderr, "ward: error: %s: unknown key '%s'\n", path, key);
+			r = -1;
+			break;
+		}
+		r = set_json(c, st, v, path);
+	}
+	json_decref(root);
+	return r;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: ward serve [--config FILE] [OPTIONS]\n\n"
+	      "Runs the sandbox service: an HTTP/JSON API on a unix socket (and\n"
+	      "optionally TCP). See docs/api.md. Options (also config-file keys, with\n"
+	      "'-' or '_'):\n\n  --config FILE            a JSON file with these settings\n", f);
+	for (size_t i = 0; i < ARRAY_SIZE(settings); i++)
+		fprintf(f, "  --%-22s %s\n", settings[i].name, settings[i].help);
+}
+
+int srv_config_parse(struct srv_config *c, int argc, char **argv)
+{
+	/* The file first, wherever --config is, so flags override it. */
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--config") == 0 && i + 1 < argc && load_file(c, argv[i + 1]) < 0)
+			return -1;
+		if (strncmp(a, "--config=", 9) == 0 && load_file(c, a + 9) < 0)
+			return -1;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 1;
+		}
+		if (strncmp(argv[i], "--", 2) != 0) {
+			fprintf(stderr, "ward: error: serve: unexpected argument '%s'\n", argv[i]);
+			return -1;
+		}
+		char name[128];
+		ward_strlcpy(name, argv[i] + 2, sizeof(name));
+		char *eq = strchr(name, '=');
+		const char *v = eq ? strchr(argv[i], '=') + 1 : NULL;
+		if (eq)
+			*eq = '\0';
+		const struct setting *st = find_setting(name);
+		if (!st && strcmp(name, "config") != 0) {
+			fprintf(stderr, "ward: error: serve: unknown option '--%s'\n", name);
+			usage(stderr);
+			return -1;
+		}
+		if (!v && st && st->kind == K_BOOL)
+			v = "true";
+		else if (!v && i + 1 < argc)
+			v = argv[++i];
+		if (!v) {
+			fprintf(stderr, "ward: error: --%s: expected a value\n", name);
+			return -1;
+		}
+		if (!st)
+			continue;
+		if (set_string(c, st, v, "--") < 0)
+			return -1;
+	}
+	return 0;
+}

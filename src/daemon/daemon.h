@@ -1,0 +1,170 @@
+/* src/daemon/daemon.h — what the parts of `ward serve` share.
+ *
+ * One process, one thread, one epoll loop (loop.c): libmicrohttpd runs in
+ * external-epoll mode inside it, every execution is a set of fds (its
+ * sandbox's pipes and pidfd, behind one per-execution epoll fd) in the same
+ * loop, and signals arrive through a signalfd. Nothing here may block on a
+ * client or on a sandbox's program; what still blocks briefly (sandbox
+ * setup and teardown, audit writes) is listed in docs/api.md.
+ */
+#ifndef WARD_DAEMON_H
+#define WARD_DAEMON_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "server/audit.h"
+#include "server/keys.h"
+#include "ward/kernel.h"
+#include "ward/policy.h"
+#include "ward/sandbox.h"
+#include "ward/verdict.h"
+
+struct MHD_Daemon;
+struct MHD_Connection;
+
+/* Settings: the config file's keys, and flags of the same names. */
+struct srv_config {
+	char *socket;            /* unix socket path; "" or "none": no unix socket */
+	char *listen;            /* "127.0.0.1:PORT" or NULL */
+	char *keys_file;
+	char *audit_log;         /* NULL: no audit log */
+	bool audit_full_text;
+	bool audit_sync;         /* fdatasync every line (default true) */
+	uint64_t max_body;       /* bytes of a request body */
+	uint64_t max_header;     /* bytes of a request's headers (MHD memory limit) */
+	uint64_t grace_ms;       /* SIGTERM: how long running executions may finish */
+	uint64_t max_executions; /* running at once, all tenants */
+	uint64_t max_per_tenant; /* running at once, per tenant */
+	char *policy_file;       /* the default policy (JSON) */
+	json_t *policy;          /* the config file's "policy" object */
+	char *runners;           /* runners directory, NULL: found next to ward */
+};
+
+enum { SRV_MAX_TENANTS = 256, SRV_N_BUCKETS = 11, SRV_N_STATUS = 12 };
+
+struct srv_tenant_count {
+	char tenant[WARD_KEY_TENANT_MAX + 1];
+	uint64_t executions;
+	uint64_t denials;
+	unsigned running;
+};
+
+struct srv_metrics {
+	uint64_t by_status[SRV_N_STATUS];
+	uint64_t buckets[SRV_N_BUCKETS];   /* cumulative counts per le */
+	uint64_t duration_count;
+	double duration_sum;
+	uint64_t requests;
+	uint64_t denials;                  /* 401 and 403 answers */
+	uint64_t bad_requests;             /* other 4xx */
+	struct srv_tenant_count tenants[SRV_MAX_TENANTS];
+	size_t n_tenants;
+};
+
+struct execution;
+
+struct srv {
+	struct srv_config cfg;
+	struct ward_policy policy;        /* the default policy */
+	int epfd, sigfd;
+	struct MHD_Daemon *mhd[2];
+	int mhd_fd[2];                    /* their epoll fds */
+	int n_mhd;
+	bool unix_bound;
+	/* keys: reloaded when the file changes */
+	struct ward_keystore *keys;
+	struct timespec keys_mtime;
+	ino_t keys_ino;
+	off_t keys_size;
+	struct ward_audit *audit;
+	struct execution *execs;          /* running or finishing */
+	unsigned running;
+	bool stopping;
+	uint64_t stop_deadline_ns;
+	bool killed_all;
+	struct srv_metrics m;
+	const char *openapi;              /* the OpenAPI document */
+	size_t openapi_len;
+};
+
+/* config.c */
+void srv_config_defaults(struct srv_config *c);
+void srv_config_release(struct srv_config *c);
+/* Parses flags (and the file --config names) into c. Returns 0, 1 for
+ * --help (printed), or -1 after printing the error. */
+int srv_config_parse(struct srv_config *c, int argc, char **argv);
+
+/* http.c */
+int srv_http_start(struct srv *s);
+void srv_http_stop(struct srv *s);
+/* Stops accepting: the listening sockets close, open connections stay. */
+void srv_http_quiesce(struct srv *s);
+unsigned srv_http_connections(struct srv *s);
+/* Answers with {"error": {code, message, field}}; field may be NULL. */
+int srv_respond_error(struct MHD_Connection *c, unsigned status, const char *code,
+		      const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+int srv_respond_json(struct MHD_Connection *c, unsigned status, json_t *body);
+
+/* execution.c */
+struct exec_request {
+	int lang;                  /* enum ward_lang, or -1 for a command */
+	char *code;
+	char **argv;               /* NULL-terminated */
+	struct ward_file *files;
+	size_t n_files;
+	struct ward_policy policy;
+	bool stream;
+};
+void exec_request_release(struct exec_request *r);
+/* Parses and checks a body (already within the size and depth limits)
+ * onto a copy of the default policy. 0, or -1 with *status and an error
+ * body in *error (new reference). */
+int exec_request_parse(struct srv *s, const char *body, size_t len, struct exec_request *r,
+		       unsigned *status, json_t **error);
+
+/* Starts an execution (takes over r's contents). 0 or -errno with err. */
+int exec_start(struct srv *s, struct exec_request *r, const struct ward_key_info *key,
+	       struct execution **out, struct ward_error *err);
+/* The loop's part: step executions whose fds or timers are due. */
+void exec_dispatch(struct srv *s, struct execution *ex);
+/* ms until some execution needs a step anyway (-1: none). */
+int exec_timeout(struct srv *s);
+void exec_tick(struct srv *s);
+void exec_cancel(struct execution *ex);
+struct execution *exec_find(struct srv *s, const char *id);
+const char *exec_id(const struct execution *ex);
+const char *exec_tenant(const struct execution *ex);
+bool exec_done(const struct execution *ex);
+/* The final JSON (borrowed), once done. */
+json_t *exec_result(struct execution *ex);
+/* Connection hand-off: a request that waits for ex registers itself. */
+void exec_attach(struct execution *ex, struct MHD_Connection *c, bool stream);
+void exec_detach(struct execution *ex, bool client_gone);
+/* Streams: copies buffered NDJSON out; 0 with nothing yet, -1 at the end. */
+ssize_t exec_read_stream(struct execution *ex, char *buf, size_t max, bool *suspend);
+void exec_unref(struct execution *ex);
+void exec_kill_all(struct srv *s);
+
+/* metrics.c */
+void metrics_verdict(struct srv *s, const char *tenant, enum ward_status st, uint64_t wall_ms);
+void metrics_denial(struct srv *s, const char *tenant);
+struct srv_tenant_count *metrics_tenant(struct srv *s, const char *tenant);
+char *metrics_render(struct srv *s, size_t *len);
+
+/* audit glue (serve.c): never fails the request */
+void srv_audit(struct srv *s, const char *event, json_t *fields);
+
+/* loop.c: watches in the main epoll */
+enum watch_kind { WATCH_MHD, WATCH_SIGNAL, WATCH_EXEC, WATCH_CLIENT };
+struct watch {
+	enum watch_kind kind;
+	void *ptr;
+	int idx;
+};
+int srv_loop(struct srv *s);
+
+#endif

@@ -1,0 +1,513 @@
+/* src/daemon/execution.c — one-shot executions, driven by the daemon's loop.
+ *
+ * An execution is a fresh sandbox running either a language kernel (one
+ * cell) or a command, stepped without blocking: its fds sit behind one
+ * epoll fd in the main loop, and each step reads what is ready. Events are
+ * buffered as NDJSON for a streaming client; the final JSON is what
+ * `ward exec --json` / `ward run --json` print. It must never wait on the
+ * program or the client: a slow reader only grows its own (capped) buffer.
+ */
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "base/util.h"
+#include "daemon.h"
+#include "exec-glue.h"
+
+enum ex_state { EX_RUNNING, EX_SHUTDOWN, EX_DRAIN, EX_DONE };
+
+struct execution {
+	struct execution *next;
+	struct srv *s;
+	int refs;
+	char id[40];
+	struct ward_key_info key;
+	struct exec_request req;
+	struct ward_kernel *k;
+	struct ward_sandbox *sb;
+	enum ex_state state;
+	int epfd;
+	struct watch w, cw;
+	int reg[WARD_KERNEL_NFDS];
+	uint64_t wake_ns, start_ns;
+	char digest[WARD_AUDIT_HEX_SIZE];
+	struct exec_out out;     /* a kernel's messages, gathered */
+	bool out_eof, err_eof;   /* command: its pipes */
+	bool died;
+	struct ward_verdict v;
+	json_t *final;
+	/* the client waiting for it */
+	struct MHD_Connection *conn;
+	bool stream, suspended, cw_on;
+	char *sbuf;
+	size_t slen, scap, soff;
+};
+
+const char *exec_id(const struct execution *ex) { return ex->id; }
+const char *exec_tenant(const struct execution *ex) { return ex->key.tenant; }
+bool exec_done(const struct execution *ex) { return ex->state == EX_DONE; }
+json_t *exec_result(struct execution *ex) { return ex->final; }
+
+static void client_watch(struct execution *ex, bool on)
+{
+	if (on == ex->cw_on || !ex->conn)
+		return;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(ex->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return;
+	ex->cw = (struct watch){ .kind = WATCH_CLIENT, .ptr = ex };
+	struct epoll_event ev = { .events = EPOLLRDHUP, .data.ptr = &ex->cw };
+	if (epoll_ctl(ex->s->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, ci->connect_fd, &ev) == 0 ||
+	    !on)
+		ex->cw_on = on;
+}
+
+/* Wakes the waiting client: there is data, or the end. */
+static void wake(struct execution *ex)
+{
+	if (ex->conn && ex->suspended) {
+		client_watch(ex, false);
+		ex->suspended = false;
+		MHD_resume_connection(ex->conn);
+	}
+}
+
+static void suspend(struct execution *ex)
+{
+	if (!ex->conn || ex->suspended)
+		return;
+	ex->suspended = true;
+	MHD_suspend_connection(ex->conn);
+	client_watch(ex, true);
+}
+
+/* Appends one NDJSON event for a streaming client (takes ev). */
+static void emit(struct execution *ex, json_t *ev)
+{
+	if (!ev)
+		return;
+	char *line = ex->stream ? json_dumps(ev, JSON_COMPACT) : NULL;
+	json_decref(ev);
+	if (!line)
+		return;
+	size_t n = strlen(line);
+	if (ex->slen + n + 1 > ex->scap) {
+		size_t cap = ex->scap ? ex->scap : 4096;
+		while (cap < ex->slen + n + 1)
+			cap *= 2;
+		char *nb = realloc(ex->sbuf, cap);
+		if (!nb) {
+			free(line);
+			return;
+		}
+		ex->sbuf = nb;
+		ex->scap = cap;
+	}
+	memcpy(ex->sbuf + ex->slen, line, n);
+	ex->sbuf[ex->slen + n] = '\n';
+	ex->slen += n + 1;
+	free(line);
+	wake(ex);
+}
+
+static void on_message(json_t *m, void *ctx)
+{
+	struct execution *ex = ctx;
+	json_t *ev = exec_out_message(&ex->out, m);
+	if (ev)
+		emit(ex, ev);
+}
+
+ssize_t exec_read_stream(struct execution *ex, char *buf, size_t max, bool *wait)
+{
+	*wait = false;
+	if (ex->soff < ex->slen) {
+		size_t n = ex->slen - ex->soff < max ? ex->slen - ex->soff : max;
+		memcpy(buf, ex->sbuf + ex->soff, n);
+		ex->soff += n;
+		if (ex->soff == ex->slen)
+			ex->soff = ex->slen = 0;
+		return (ssize_t)n;
+	}
+	if (ex->state == EX_DONE)
+		return -1;
+	*wait = true;
+	suspend(ex);
+	return 0;
+}
+
+void exec_attach(struct execution *ex, struct MHD_Connection *c, bool stream)
+{
+	ex->conn = c;
+	if (!stream && ex->state != EX_DONE)
+		suspend(ex);
+}
+
+void exec_detach(struct execution *ex, bool client_gone)
+{
+	client_watch(ex, false);
+	ex->conn = NULL;
+	ex->suspended = false;
+	if (client_gone && ex->state != EX_DONE)
+		exec_cancel(ex);
+}
+
+static void ex_free(struct execution *ex)
+{
+	exec_request_release(&ex->req);
+	exec_out_release(&ex->out);
+	ward_verdict_release(&ex->v);
+	json_decref(ex->final);
+	free(ex->sbuf);
+	free(ex);
+}
+
+void exec_unref(struct execution *ex)
+{
+	if (ex && --ex->refs == 0)
+		ex_free(ex);
+}
+
+void exec_cancel(struct execution *ex)
+{
+	if (ex->state == EX_DONE)
+		return;
+	/* the pidfd says when it is over; the loop finishes it */
+	ward_sandbox_kill(ex->k ? ward_kernel_sandbox(ex->k) : ex->sb, WARD_KILL_CANCEL);
+}
+
+struct execution *exec_find(struct srv *s, const char *id)
+{
+	for (struct execution *ex = s->execs; ex; ex = ex->next)
+		if (strcmp(ex->id, id) == 0)
+			return ex;
+	return NULL;
+}
+
+/* The fds to watch now, into the execution's own epoll set. */
+static void sync_fds(struct execution *ex)
+{
+	struct pollfd fds[WARD_KERNEL_NFDS] = { { .fd = -1 }, { .fd = -1 }, { .fd = -1 }, { .fd = -1 } };
+	int t;
+	if (ex->k) {
+		t = ward_kernel_pollfds(ex->k, fds);
+	} else {
+		bool exited = ward_sandbox_exited(ex->sb);
+		fds[0] = (struct pollfd){ .fd = ex->out_eof ? -1 : ward_sandbox_stdout(ex->sb), .events = POLLIN };
+		fds[1] = (struct pollfd){ .fd = ex->err_eof ? -1 : ward_sandbox_stderr(ex->sb), .events = POLLIN };
+		fds[3] = (struct pollfd){ .fd = exited ? -1 : ward_sandbox_pidfd(ex->sb), .events = POLLIN };
+		t = exited ? -1 : ward_sandbox_check(ex->sb);
+	}
+	for (int i = 0; i < WARD_KERNEL_NFDS; i++) {
+		if (ex->reg[i] == fds[i].fd)
+			continue;
+		if (ex->reg[i] >= 0)
+			epoll_ctl(ex->epfd, EPOLL_CTL_DEL, ex->reg[i], NULL);
+		ex->reg[i] = -1;
+		struct epoll_event ev = { .events = fds[i].events == POLLOUT ? EPOLLOUT : EPOLLIN };
+		if (fds[i].fd >= 0 && epoll_ctl(ex->epfd, EPOLL_CTL_ADD, fds[i].fd, &ev) == 0)
+			ex->reg[i] = fds[i].fd;
+	}
+	ex->wake_ns = t < 0 ? 0 : ward_now_ns() + (uint64_t)t * 1000000ull;
+}
+
+static void audit_verdict(struct execution *ex)
+{
+	json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:I, s:{s:I, s:I, s:I, s:I, s:I}}",
+			      "execution_id", ex->id, "key_id", ex->key.id, "tenant", ex->key.tenant,
+			      "sandbox_id", ex->v.sandbox_id, "status", ward_status_name(ex->v.status),
+			      "limit", ex->v.limit, "exit_code", (json_int_t)ex->v.exit_code,
+			      "usage", "wall_ms", (json_int_t)ex->v.usage.wall_ms,
+			      "cpu_user_ms", (json_int_t)ex->v.usage.cpu_user_ms,
+			      "cpu_sys_ms", (json_int_t)ex->v.usage.cpu_sys_ms,
+			      "peak_memory_bytes", (json_int_t)ex->v.usage.peak_memory_bytes,
+			      "output_bytes", (json_int_t)ex->v.usage.output_bytes);
+	if (!f)
+		return;
+	bool full = ex->s->audit && ward_audit_full_text(ex->s->audit);
+	ward_audit_text(f, "stdout", ex->v.out.data, ex->v.out.len, full);
+	ward_audit_text(f, "stderr", ex->v.err.data, ex->v.err.len, full);
+	srv_audit(ex->s, "execution.verdict", f);
+	json_decref(f);
+	f = json_pack("{s:s, s:s}", "sandbox_id", ex->v.sandbox_id, "execution_id", ex->id);
+	srv_audit(ex->s, "sandbox.destroy", f);
+	json_decref(f);
+}
+
+static void unlink_exec(struct execution *ex)
+{
+	struct srv *s = ex->s;
+	for (struct execution **p = &s->execs; *p; p = &(*p)->next)
+		if (*p == ex) {
+			*p = ex->next;
+			break;
+		}
+	s->running--;
+	struct srv_tenant_count *t = metrics_tenant(s, ex->key.tenant);
+	if (t && t->running)
+		t->running--;
+}
+
+/* The end: the verdict, the final JSON, the last event, the accounting. */
+static void finish(struct execution *ex)
+{
+	struct ward_error err;
+	ward_error_clear(&err);
+	if (ex->k) {
+		exec_out_to_verdict(&ex->out, &ex->v);
+		ward_kernel_finish(ex->k, &ex->v, &err);
+		ex->k = NULL;
+		exec_out_adjust(&ex->out, &ex->v, &ex->req.policy);
+		ex->final = exec_out_final(&ex->out, &ex->v, &ex->req.policy, ex->died,
+					   ward_lang_name((enum ward_lang)ex->req.lang));
+	} else {
+		if (ex->sb)
+			ward_sandbox_finish(ex->sb, &ex->v, &err);
+		ex->sb = NULL;
+		ex->final = (json_t *)ward_verdict_to_object(&ex->v);
+	}
+	if (!ex->final)
+		ex->final = json_pack("{s:s}", "status", ward_status_name(ex->v.status));
+	json_object_set_new(ex->final, "execution_id", json_string(ex->id));
+	for (int i = 0; i < WARD_KERNEL_NFDS; i++)
+		ex->reg[i] = -1;
+	if (ex->epfd >= 0) {
+		epoll_ctl(ex->s->epfd, EPOLL_CTL_DEL, ex->epfd, NULL);
+		close(ex->epfd);
+		ex->epfd = -1;
+	}
+	ex->state = EX_DONE;
+	metrics_verdict(ex->s, ex->key.tenant, ex->v.status, ex->v.usage.wall_ms);
+	audit_verdict(ex);
+	unlink_exec(ex);
+	json_t *ev = json_deep_copy(ex->final);
+	if (ev)
+		json_object_set_new(ev, "event", json_string("verdict"));
+	emit(ex, ev);
+	wake(ex);
+	exec_unref(ex); /* the registry's reference */
+}
+
+/* A command: output into the verdict's buffers within the cap. */
+static void read_cmd(struct execution *ex, int fd, int which, bool *eof)
+{
+	char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		*eof = true;
+		return;
+	}
+	size_t kept = exec_keep(&ex->v, which, buf, (size_t)n, ex->req.policy.output_limit);
+	if (kept)
+		emit(ex, json_pack("{s:s, s:s, s:s%}", "event", "stream", "name",
+				   which == 1 ? "stdout" : "stderr", "text", buf, kept));
+}
+
+static void step_command(struct execution *ex)
+{
+	ward_sandbox_check(ex->sb);
+	if (!ex->out_eof)
+		read_cmd(ex, ward_sandbox_stdout(ex->sb), 1, &ex->out_eof);
+	if (!ex->err_eof)
+		read_cmd(ex, ward_sandbox_stderr(ex->sb), 2, &ex->err_eof);
+	if (ex->out_eof && ex->err_eof && ward_sandbox_exited(ex->sb))
+		finish(ex);
+}
+
+/* Artifacts are listed while the sandbox still runs (through its root). */
+static void collect_artifacts(struct execution *ex)
+{
+	struct ward_artifact_limits lim = { .max_file = 16u << 20, .max_total = 64u << 20,
+					    .max_count = 100 };
+	struct ward_error err;
+	ward_kernel_artifacts(ex->k, NULL, &lim, &ex->out.artifacts, &ex->out.skipped, &err);
+}
+
+static void step_kernel(struct execution *ex)
+{
+	json_t *reply = NULL;
+	int r = ward_kernel_step(ex->k, &reply);
+	if (r == 1 && ex->state == EX_RUNNING) {
+		exec_out_reply(&ex->out, reply);
+		json_decref(reply);
+		collect_artifacts(ex);
+		struct ward_error err;
+		ex->state = ward_kernel_submit_shutdown(ex->k, 2000, &err) == 0 ? EX_SHUTDOWN : EX_DRAIN;
+		return;
+	}
+	json_decref(reply);
+	if (r == 1 && ex->state == EX_SHUTDOWN)
+		ex->state = EX_DRAIN;
+	if (r == -ECHILD) {
+		ex->died = ex->state == EX_RUNNING;
+		finish(ex);
+	}
+}
+
+void exec_dispatch(struct srv *s, struct execution *ex)
+{
+	(void)s;
+	if (ex->state == EX_DONE)
+		return;
+	if (ex->k)
+		step_kernel(ex);
+	else
+		step_command(ex);
+	if (ex->state != EX_DONE)
+		sync_fds(ex);
+}
+
+void exec_tick(struct srv *s)
+{
+	uint64_t now = ward_now_ns();
+	struct execution *ex = s->execs, *next;
+	for (; ex; ex = next) {
+		next = ex->next;
+		if (ex->wake_ns && ex->wake_ns <= now)
+			exec_dispatch(s, ex);
+	}
+}
+
+int exec_timeout(struct srv *s)
+{
+	uint64_t now = ward_now_ns(), best = 0;
+	for (struct execution *ex = s->execs; ex; ex = ex->next)
+		if (ex->wake_ns && (!best || ex->wake_ns < best))
+			best = ex->wake_ns;
+	if (!best)
+		return -1;
+	return best <= now ? 0 : (int)((best - now) / 1000000 + 1);
+}
+
+void exec_kill_all(struct srv *s)
+{
+	struct execution *ex = s->execs, *next;
+	for (; ex; ex = next) {
+		next = ex->next;
+		exec_cancel(ex);
+	}
+}
+
+static int start_sandbox(struct execution *ex, struct ward_error *err)
+{
+	struct exec_request *r = &ex->req;
+	if (r->lang < 0) {
+		struct ward_sandbox_options so = { .files = r->files, .n_files = r->n_files };
+		int rc = ward_sandbox_start(&r->policy, r->argv, &so, &ex->sb, err);
+		if (rc == 0)
+			ward_strlcpy(ex->v.sandbox_id, ward_sandbox_id(ex->sb), sizeof(ex->v.sandbox_id));
+		return rc;
+	}
+	json_t *lint = (json_t *)ward_policy_lint_json(&r->policy);
+	struct ward_kernel_options ko = { .lang = (enum ward_lang)r->lang, .files = r->files,
+					  .n_files = r->n_files, .lint = lint,
+					  .runners_dir = ex->s->cfg.runners };
+	int rc = ward_kernel_begin(&r->policy, &ko, &ex->k, err);
+	json_decref(lint);
+	if (rc < 0)
+		return rc;
+	ward_strlcpy(ex->v.sandbox_id, ward_sandbox_id(ward_kernel_sandbox(ex->k)),
+		     sizeof(ex->v.sandbox_id));
+	rc = ward_kernel_submit_execute(ex->k, r->code, true, on_message, ex, err);
+	if (rc == -ECHILD)
+		rc = 0; /* died at once: the step says how */
+	return rc;
+}
+
+static void audit_create(struct execution *ex)
+{
+	json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "execution_id", ex->id,
+			      "key_id", ex->key.id, "tenant", ex->key.tenant,
+			      "sandbox_id", ex->v.sandbox_id, "policy_digest", ex->digest,
+			      "kind", ex->req.lang < 0 ? "command" : ward_lang_name((enum ward_lang)ex->req.lang));
+	if (!f)
+		return;
+	bool full = ex->s->audit && ward_audit_full_text(ex->s->audit);
+	if (ex->req.code)
+		ward_audit_text(f, "code", ex->req.code, strlen(ex->req.code), full);
+	if (ex->req.argv) {
+		json_t *a = json_array();
+		for (size_t i = 0; a && ex->req.argv[i] && i < 64; i++)
+			json_array_append_new(a, json_string(ex->req.argv[i]));
+		char *txt = a ? json_dumps(a, JSON_COMPACT) : NULL;
+		if (txt)
+			ward_audit_text(f, "command", txt, strlen(txt), full);
+		free(txt);
+		json_decref(a);
+	}
+	srv_audit(ex->s, "sandbox.create", f);
+	json_decref(f);
+}
+
+static struct execution *ex_new(struct srv *s, struct exec_request *r,
+				const struct ward_key_info *key)
+{
+	struct execution *ex = calloc(1, sizeof(*ex));
+	if (!ex)
+		return NULL;
+	ex->s = s;
+	ex->refs = 2; /* the registry's, the requester's */
+	ex->key = *key;
+	ex->req = *r;
+	ex->stream = r->stream;
+	memset(r, 0, sizeof(*r));
+	ex->epfd = -1;
+	for (int i = 0; i < WARD_KERNEL_NFDS; i++)
+		ex->reg[i] = -1;
+	ward_verdict_init(&ex->v);
+	exec_out_init(&ex->out, ex->req.policy.output_limit);
+	unsigned char raw[8];
+	randombytes_buf(raw, sizeof(raw));
+	memcpy(ex->id, "ex_", 3);
+	sodium_bin2hex(ex->id + 3, sizeof(ex->id) - 3, raw, sizeof(raw));
+	char *pj = ward_policy_to_json(&ex->req.policy);
+	ward_audit_digest(pj ? pj : "", pj ? strlen(pj) : 0, ex->digest);
+	free(pj);
+	ex->start_ns = ward_now_ns();
+	return ex;
+}
+
+int exec_start(struct srv *s, struct exec_request *r, const struct ward_key_info *key,
+	       struct execution **out, struct ward_error *err)
+{
+	struct execution *ex = ex_new(s, r, key);
+	if (!ex)
+		return ward_error_set(err, ENOMEM, "serve", "out of memory");
+	ex->next = s->execs;
+	s->execs = ex;
+	s->running++;
+	struct srv_tenant_count *t = metrics_tenant(s, key->tenant);
+	if (t)
+		t->running++;
+	*out = ex;
+	ex->epfd = epoll_create1(EPOLL_CLOEXEC);
+	int rc = ex->epfd < 0 ? ward_error_set(err, errno, "serve", "epoll_create1") : 0;
+	if (rc == 0)
+		rc = start_sandbox(ex, err);
+	emit(ex, json_pack("{s:s, s:s, s:s}", "event", "start", "id", ex->id, "sandbox_id",
+			   ex->v.sandbox_id));
+	if (rc < 0) {
+		/* a setup failure is a verdict like any other */
+		ex->v.status = WARD_STATUS_SETUP_FAILED;
+		ex->v.setup = *err;
+		if (ex->k)
+			ward_kernel_finish(ex->k, &ex->v, err);
+		ex->k = NULL;
+		finish(ex);
+		return 0;
+	}
+	audit_create(ex);
+	ex->w = (struct watch){ .kind = WATCH_EXEC, .ptr = ex };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &ex->w };
+	epoll_ctl(s->epfd, EPOLL_CTL_ADD, ex->epfd, &ev);
+	sync_fds(ex);
+	return 0;
+}

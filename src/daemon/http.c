@@ -1,0 +1,435 @@
+/* src/daemon/http.c — the HTTP side of `ward serve`: routes, auth, limits.
+ *
+ * libmicrohttpd runs in external-epoll mode (no thread of its own); this
+ * file only answers its callbacks. Order on every request: route, then the
+ * API key (before any body byte is used), then the scope, then the body
+ * within its size and depth limits, then the work. Every refusal is a JSON
+ * error body; nothing a client sends may crash or block the daemon.
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/util.h"
+#include "daemon.h"
+
+enum { MAX_DEPTH = 32 };
+
+enum route { R_NONE, R_EXEC_POST };
+
+struct req {
+	struct srv *s;
+	char *body;
+	size_t len, cap;
+	bool too_big, answered;
+	enum route route;
+	struct ward_key_info key;
+	struct execution *ex;
+};
+
+int srv_respond_json(struct MHD_Connection *c, unsigned status, json_t *body)
+{
+	char *txt = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	size_t n = txt ? strlen(txt) : 0;
+	if (txt)
+		txt[n] = '\0';
+	char *withnl = txt ? realloc(txt, n + 2) : NULL;
+	if (withnl) {
+		withnl[n] = '\n';
+		withnl[n + 1] = '\0';
+		txt = withnl;
+		n++;
+	}
+	struct MHD_Response *r = txt ? MHD_create_response_from_buffer(n, txt, MHD_RESPMEM_MUST_FREE)
+				     : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		free(txt);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	enum MHD_Result ok = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+int srv_respond_error(struct MHD_Connection *c, unsigned status, const char *code,
+		      const char *field, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_t *b = json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", code, "message", msg,
+			      "field", field);
+	if (!b) /* a message that is not UTF-8 */
+		b = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", "bad request");
+	int r = srv_respond_json(c, status, b);
+	json_decref(b);
+	return r;
+}
+
+static int answer_error(struct req *rq, struct MHD_Connection *c, unsigned status,
+			const char *code, const char *field, const char *msg)
+{
+	rq->answered = true;
+	if (status == 401 || status == 403)
+		metrics_denial(rq->s, rq->key.tenant[0] ? rq->key.tenant : NULL);
+	else
+		rq->s->m.bad_requests++;
+	return srv_respond_error(c, status, code, field, "%s", msg);
+}
+
+/* The keys file is read again when it changed (mtime, inode or size). */
+static void reload_keys(struct srv *s)
+{
+	struct stat st;
+	if (stat(s->cfg.keys_file, &st) < 0) {
+		ward_keys_free(s->keys);
+		s->keys = NULL;
+		return;
+	}
+	if (s->keys && st.st_mtim.tv_sec == s->keys_mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == s->keys_mtime.tv_nsec && st.st_ino == s->keys_ino &&
+	    st.st_size == s->keys_size)
+		return;
+	struct ward_keystore *ks = NULL;
+	struct ward_error err;
+	if (ward_keys_load(s->cfg.keys_file, &ks, &err) < 0) {
+		char buf[1024];
+		fprintf(stderr, "ward: serve: keys file not reloaded: %s\n",
+			ward_error_format(&err, buf, sizeof(buf)));
+		return; /* the keys loaded before stay in force */
+	}
+	ward_keys_free(s->keys);
+	s->keys = ks;
+	s->keys_mtime = st.st_mtim;
+	s->keys_ino = st.st_ino;
+	s->keys_size = st.st_size;
+}
+
+static bool authenticate(struct srv *s, struct MHD_Connection *c, struct ward_key_info *key)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	reload_keys(s);
+	memset(key, 0, sizeof(*key));
+	if (!h || strncmp(h, "Bearer ", 7) != 0 || !s->keys)
+		return false;
+	return ward_keys_authenticate(s->keys, h + 7, key) == 0;
+}
+
+static void audit_request(struct srv *s, const struct ward_key_info *k, const char *action,
+			  const char *method, const char *url, unsigned status)
+{
+	json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "key_id", k->id, "tenant",
+			      k->tenant, "action", action, "method", method, "path", url,
+			      "status", (int)status);
+	srv_audit(s, "request", f);
+	json_decref(f);
+}
+
+/* Nesting deeper than MAX_DEPTH is refused before jansson sees it. */
+static bool too_deep(const char *b, size_t n)
+{
+	int depth = 0;
+	bool in_str = false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = b[i];
+		if (in_str) {
+			if (ch == '\\')
+				i++;
+			else if (ch == '"')
+				in_str = false;
+		} else if (ch == '"') {
+			in_str = true;
+		} else if (ch == '[' || ch == '{') {
+			if (++depth > MAX_DEPTH)
+				return true;
+		} else if (ch == ']' || ch == '}') {
+			depth--;
+		}
+	}
+	return false;
+}
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	bool wait;
+	ssize_t n = exec_read_stream(cls, buf, max, &wait);
+	return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
+}
+
+static void stream_free(void *cls)
+{
+	exec_unref(cls);
+}
+
+static int answer_exec(struct req *rq, struct MHD_Connection *c)
+{
+	rq->answered = true;
+	return srv_respond_json(c, 200, exec_result(rq->ex));
+}
+
+static bool wants_stream(struct MHD_Connection *c)
+{
+	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+	return a && strstr(a, "application/x-ndjson");
+}
+
+static int start_stream(struct req *rq, struct MHD_Connection *c)
+{
+	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32768,
+								   stream_reader, rq->ex, stream_free);
+	if (!r)
+		return MHD_NO;
+	exec_ref(rq->ex);
+	MHD_add_response_header(r, "Content-Type", "application/x-ndjson");
+	MHD_add_response_header(r, "Ward-Execution-Id", exec_id(rq->ex));
+	exec_attach(rq->ex, c, true);
+	rq->answered = true;
+	enum MHD_Result ok = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+static int quota_check(struct req *rq, struct MHD_Connection *c)
+{
+	struct srv *s = rq->s;
+	char msg[160];
+	if (s->stopping)
+		return answer_error(rq, c, 503, "shutting_down", NULL, "the daemon is shutting down");
+	if (s->running >= s->cfg.max_executions) {
+		snprintf(msg, sizeof(msg), "quota max_executions (%llu) reached; retry later",
+			 (unsigned long long)s->cfg.max_executions);
+		return answer_error(rq, c, 429, "quota_exceeded", "max_executions", msg);
+	}
+	struct srv_tenant_count *t = metrics_tenant(s, rq->key.tenant);
+	if (t && t->running >= s->cfg.max_per_tenant) {
+		snprintf(msg, sizeof(msg), "quota max_per_tenant (%llu) reached for tenant '%s'",
+			 (unsigned long long)s->cfg.max_per_tenant, rq->key.tenant);
+		return answer_error(rq, c, 429, "quota_exceeded", "max_per_tenant", msg);
+	}
+	return -1;
+}
+
+static int post_execution(struct req *rq, struct MHD_Connection *c, const char *url)
+{
+	struct srv *s = rq->s;
+	if (rq->too_big) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "the body is over the limit of %llu bytes",
+			 (unsigned long long)s->cfg.max_body);
+		return answer_error(rq, c, 413, "body_too_large", NULL, msg);
+	}
+	if (too_deep(rq->body, rq->len))
+		return answer_error(rq, c, 400, "too_deep", NULL,
+				    "JSON nested deeper than 32 levels");
+	int q = quota_check(rq, c);
+	if (q >= 0)
+		return q;
+	struct exec_request er;
+	unsigned status;
+	json_t *error = NULL;
+	if (exec_request_parse(s, rq->body ? rq->body : "", rq->len, &er, &status, &error) < 0) {
+		rq->answered = true;
+		s->m.bad_requests++;
+		audit_request(s, &rq->key, "execute", "POST", url, status);
+		int r = srv_respond_json(c, status, error);
+		json_decref(error);
+		return r;
+	}
+	er.stream = wants_stream(c);
+	audit_request(s, &rq->key, "execute", "POST", url, 200);
+	struct ward_error err;
+	ward_error_clear(&err);
+	if (exec_start(s, &er, &rq->key, &rq->ex, &err) < 0) {
+		exec_request_release(&er);
+		return answer_error(rq, c, 500, "internal", NULL, err.message);
+	}
+	if (er.stream)
+		return start_stream(rq, c);
+	if (exec_done(rq->ex))
+		return answer_exec(rq, c);
+	exec_attach(rq->ex, c, false);
+	return MHD_YES;
+}
+
+static int delete_execution(struct req *rq, struct MHD_Connection *c, const char *url)
+{
+	const char *id = url + strlen("/v1/executions/");
+	struct execution *ex = exec_find(rq->s, id);
+	/* another tenant's execution does not exist for this one */
+	if (!ex || strcmp(exec_tenant(ex), rq->key.tenant) != 0) {
+		audit_request(rq->s, &rq->key, "cancel", "DELETE", url, 404);
+		return answer_error(rq, c, 404, "not_found", "id", "no such running execution");
+	}
+	exec_cancel(ex);
+	audit_request(rq->s, &rq->key, "cancel", "DELETE", url, 202);
+	rq->answered = true;
+	json_t *b = json_pack("{s:s, s:s}", "id", id, "status", "cancelling");
+	int r = srv_respond_json(c, 202, b);
+	json_decref(b);
+	return r;
+}
+
+static int get_metrics(struct req *rq, struct MHD_Connection *c)
+{
+	size_t n;
+	char *txt = metrics_render(rq->s, &n);
+	rq->answered = true;
+	if (!txt)
+		return answer_error(rq, c, 500, "internal", NULL, "out of memory");
+	struct MHD_Response *r = MHD_create_response_from_buffer(n, txt, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(txt);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+	enum MHD_Result ok = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+static int public_route(struct req *rq, struct MHD_Connection *c, const char *url,
+			const char *method)
+{
+	struct srv *s = rq->s;
+	bool get = strcmp(method, "GET") == 0;
+	if (strcmp(url, "/healthz") == 0 && get) {
+		rq->answered = true;
+		json_t *b = json_pack("{s:s, s:i, s:b}", "status", s->stopping ? "stopping" : "ok",
+				      "running", (int)s->running, "keys_loaded", s->keys != NULL);
+		int r = srv_respond_json(c, s->stopping ? 503 : 200, b);
+		json_decref(b);
+		return r;
+	}
+	if (strcmp(url, "/v1/openapi.json") == 0 && get) {
+		rq->answered = true;
+		struct MHD_Response *r = MHD_create_response_from_buffer(
+			s->openapi_len, (void *)s->openapi, MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return MHD_NO;
+		MHD_add_response_header(r, "Content-Type", "application/json");
+		enum MHD_Result ok = MHD_queue_response(c, 200, r);
+		MHD_destroy_response(r);
+		return ok;
+	}
+	return -1;
+}
+
+/* The first call for a request: headers only. */
+static int first_call(struct req *rq, struct MHD_Connection *c, const char *url,
+		      const char *method)
+{
+	struct srv *s = rq->s;
+	int r = public_route(rq, c, url, method);
+	if (r >= 0)
+		return r;
+	if (!authenticate(s, c, &rq->key)) {
+		json_t *f = json_pack("{s:s, s:s}", "method", method, "path", url);
+		srv_audit(s, "auth.denied", f);
+		json_decref(f);
+		return answer_error(rq, c, 401, "unauthorized", NULL,
+				    "a valid API key is required (Authorization: Bearer wk_...)");
+	}
+	bool exec_path = strcmp(url, "/v1/executions") == 0;
+	bool exec_id_path = strncmp(url, "/v1/executions/", 15) == 0 && url[15];
+	unsigned need = strcmp(url, "/metrics") == 0 ? WARD_SCOPE_ADMIN
+		      : exec_path || exec_id_path ? WARD_SCOPE_EXECUTE : 0;
+	if (!need) {
+		audit_request(s, &rq->key, "unknown", method, url, 404);
+		return answer_error(rq, c, 404, "not_found", NULL, "no such endpoint");
+	}
+	if (!(rq->key.scopes & need)) {
+		json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:s}", "key_id", rq->key.id, "tenant",
+				      rq->key.tenant, "method", method, "path", url, "scope",
+				      ward_keys_scope_name(need));
+		srv_audit(s, "permission.denied", f);
+		json_decref(f);
+		char msg[96];
+		snprintf(msg, sizeof(msg), "this key lacks the '%s' scope", ward_keys_scope_name(need));
+		return answer_error(rq, c, 403, "forbidden", "scope", msg);
+	}
+	if (exec_path && strcmp(method, "POST") == 0) {
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+		if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
+			rq->too_big = true;
+			return post_execution(rq, c, url);
+		}
+		rq->route = R_EXEC_POST;
+		return MHD_YES;
+	}
+	if (exec_id_path && strcmp(method, "DELETE") == 0)
+		return delete_execution(rq, c, url);
+	if (need == WARD_SCOPE_ADMIN && strcmp(method, "GET") == 0) {
+		audit_request(s, &rq->key, "metrics", method, url, 200);
+		return get_metrics(rq, c);
+	}
+	return answer_error(rq, c, 405, "method_not_allowed", NULL, "method not allowed here");
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+			       const char *method, const char *version, const char *upload,
+			       size_t *upload_size, void **con_cls)
+{
+	(void)version;
+	struct req *rq = *con_cls;
+	if (!rq) {
+		rq = calloc(1, sizeof(*rq));
+		if (!rq)
+			return MHD_NO;
+		rq->s = cls;
+		rq->s->m.requests++;
+		*con_cls = rq;
+		return first_call(rq, c, url, method) == MHD_YES ? MHD_YES : MHD_NO;
+	}
+	if (*upload_size) {
+		size_t n = *upload_size;
+		*upload_size = 0;
+		if (rq->answered || rq->too_big)
+			return MHD_YES;
+		if (rq->len + n > rq->s->cfg.max_body) {
+			rq->too_big = true;
+			return MHD_YES;
+		}
+		if (rq->len + n + 1 > rq->cap) {
+			size_t cap = rq->cap ? rq->cap : 4096;
+			while (cap < rq->len + n + 1)
+				cap *= 2;
+			char *nb = realloc(rq->body, cap);
+			if (!nb)
+				return MHD_NO;
+			rq->body = nb;
+			rq->cap = cap;
+		}
+		memcpy(rq->body + rq->len, upload, n);
+		rq->len += n;
+		return MHD_YES;
+	}
+	if (rq->ex && !rq->answered)
+		return exec_done(rq->ex) ? answer_exec(rq, c) == MHD_YES ? MHD_YES : MHD_NO : MHD_YES;
+	if (rq->answered || rq->route != R_EXEC_POST)
+		return MHD_YES;
+	return post_execution(rq, c, url) == MHD_YES ? MHD_YES : MHD_NO;
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)c;
+	struct req *rq = *con_cls;
+	if (!rq)
+		return;
+	if (rq->ex) {
+		exec_detach(rq->ex, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
+		exec_unref(rq->ex);
+	}
+	free(rq->body);
+	free(rq);
+	*con_cls = NULL;
+}

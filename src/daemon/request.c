@@ -1,0 +1,293 @@
+/* src/daemon/request.c — POST /v1/executions bodies: JSON in, a checked
+ * request out.
+ *
+ * Everything a client sends is parsed and checked here, before any sandbox
+ * exists: the language or argv, the files (confined to /workspace), the
+ * policy overrides (on a copy of the daemon's default policy, never above
+ * its limits, never host mounts) and the timeout. Every refusal names the
+ * field. It must never trust a length, a path or an encoding it was given.
+ */
+#include <jansson.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "daemon.h"
+
+enum { MAX_FILES = 256, MAX_ARGS = 4096 };
+
+void exec_request_release(struct exec_request *r)
+{
+	free(r->code);
+	if (r->argv)
+		for (size_t i = 0; r->argv[i]; i++)
+			free(r->argv[i]);
+	free(r->argv);
+	for (size_t i = 0; i < r->n_files; i++) {
+		free((void *)r->files[i].path);
+		free((void *)r->files[i].data);
+	}
+	free(r->files);
+	ward_policy_release(&r->policy);
+	memset(r, 0, sizeof(*r));
+}
+
+static json_t *err_body(const char *code, const char *field, const char *msg)
+{
+	return json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", code, "message", msg, "field",
+			 field);
+}
+
+static int fail(unsigned *status, json_t **error, const char *field, const char *msg)
+{
+	*status = 400;
+	*error = err_body("invalid_request", field, msg);
+	return -1;
+}
+
+static int parse_argv(struct exec_request *r, json_t *cmd, unsigned *st, json_t **e)
+{
+	size_t n = json_array_size(cmd);
+	if (!json_is_array(cmd) || n == 0 || n > MAX_ARGS)
+		return fail(st, e, "command", "expected a non-empty array of strings");
+	r->argv = calloc(n + 1, sizeof(char *));
+	if (!r->argv)
+		return fail(st, e, "command", "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		json_t *a = json_array_get(cmd, i);
+		if (!json_is_string(a) || strlen(json_string_value(a)) != json_string_length(a))
+			return fail(st, e, "command", "expected strings without NUL bytes");
+		if (!(r->argv[i] = strdup(json_string_value(a))))
+			return fail(st, e, "command", "out of memory");
+	}
+	return 0;
+}
+
+static bool path_ok(const char *p)
+{
+	if (!*p || p[0] == '/' || strlen(p) > 1000)
+		return false;
+	for (const char *s = p; *s; s++)
+		if ((unsigned char)*s < 0x20)
+			return false;
+	/* no ".." component, no empty component */
+	char buf[1024];
+	ward_strlcpy(buf, p, sizeof(buf));
+	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save))
+		if (strcmp(c, "..") == 0 || strcmp(c, ".") == 0)
+			return false;
+	return !strstr(p, "//");
+}
+
+static int parse_file(struct ward_file *f, json_t *o, size_t i, unsigned *st, json_t **e)
+{
+	char field[64];
+	snprintf(field, sizeof(field), "files.%zu", i);
+	const char *path = json_string_value(json_object_get(o, "path"));
+	json_t *content = json_object_get(o, "content");
+	const char *enc = json_string_value(json_object_get(o, "encoding"));
+	const char *key;
+	json_t *v;
+	json_object_foreach(o, key, v)
+		if (strcmp(key, "path") && strcmp(key, "content") && strcmp(key, "encoding")) {
+			snprintf(field, sizeof(field), "files.%zu.%.32s", i, key);
+			return fail(st, e, field, "unknown field");
+		}
+	if (!path || !path_ok(path))
+		return fail(st, e, field, "path: expected a relative path inside /workspace, without '..'");
+	if (!json_is_string(content))
+		return fail(st, e, field, "content: expected a string");
+	if (enc && strcmp(enc, "utf-8") && strcmp(enc, "base64"))
+		return fail(st, e, field, "encoding: expected \"utf-8\" or \"base64\"");
+	size_t n = json_string_length(content), len = n;
+	char *data = malloc(n + 1);
+	if (!data)
+		return fail(st, e, field, "out of memory");
+	if (enc && strcmp(enc, "base64") == 0) {
+		if (sodium_base642bin((unsigned char *)data, n + 1, json_string_value(content), n,
+				      "\n\r ", &len, NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+			free(data);
+			return fail(st, e, field, "content: invalid base64");
+		}
+	} else {
+		memcpy(data, json_string_value(content), n);
+	}
+	f->data = data;
+	f->len = len;
+	f->mode = 0644;
+	if (!(f->path = strdup(path)))
+		return fail(st, e, field, "out of memory");
+	return 0;
+}
+
+static int parse_files(struct exec_request *r, json_t *files, unsigned *st, json_t **e)
+{
+	size_t n = json_array_size(files);
+	if (!json_is_array(files) || n > MAX_FILES)
+		return fail(st, e, "files", "expected an array of at most 256 {path, content, encoding}");
+	if (!n)
+		return 0;
+	r->files = calloc(n, sizeof(*r->files));
+	if (!r->files)
+		return fail(st, e, "files", "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_array_get(files, i);
+		if (!json_is_object(o)) {
+			char field[32];
+			snprintf(field, sizeof(field), "files.%zu", i);
+			return fail(st, e, field, "expected an object {path, content, encoding}");
+		}
+		if (parse_file(&r->files[r->n_files], o, i, st, e) < 0) {
+			r->n_files++; /* its path and data are released with the rest */
+			return -1;
+		}
+		r->n_files++;
+	}
+	return 0;
+}
+
+/* "policy: limits.memory: expected ..." -> field "policy.limits.memory". */
+static int policy_fail(const struct ward_error *err, unsigned *st, json_t **e)
+{
+	char field[128] = "policy";
+	const char *m = err->message;
+	const char *a = strstr(m, ": ");
+	const char *b = a ? strstr(a + 2, ": ") : NULL;
+	if (strncmp(m, "policy", 6) == 0 && a && b && (size_t)(b - a) < 100 && !memchr(a + 2, ' ', (size_t)(b - a - 2)))
+		snprintf(field, sizeof(field), "policy.%.*s", (int)(b - a - 2), a + 2);
+	return fail(st, e, field, m);
+}
+
+/* Overrides may tighten the daemon's limits, never loosen them. */
+static int check_caps(const struct ward_policy *p, const struct ward_policy *d, unsigned *st,
+		      json_t **e)
+{
+	const struct { const char *field; uint64_t v, max; } caps[] = {
+		{ "policy.limits.memory", p->memory, d->memory },
+		{ "policy.limits.pids", p->pids, d->pids },
+		{ "policy.limits.timeout", p->timeout_ms, d->timeout_ms },
+		{ "policy.limits.workspace_size", p->workspace_size, d->workspace_size },
+		{ "policy.limits.tmp_size", p->tmp_size, d->tmp_size },
+		{ "policy.limits.output_limit", p->output_limit, d->output_limit },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(caps); i++)
+		if (caps[i].max && (caps[i].v > caps[i].max || caps[i].v == 0))
+			return fail(st, e, caps[i].field, "above the daemon's limit for this field");
+	if (d->cpu_time_ms && (!p->cpu_time_ms || p->cpu_time_ms > d->cpu_time_ms))
+		return fail(st, e, "policy.limits.cpu_time", "above the daemon's limit for this field");
+	return 0;
+}
+
+static int parse_policy(struct srv *s, struct exec_request *r, json_t *pol, unsigned *st,
+			json_t **e)
+{
+	struct ward_error err;
+	ward_error_clear(&err);
+	if (ward_policy_copy(&r->policy, &s->policy, &err) < 0)
+		return fail(st, e, "policy", "out of memory");
+	if (pol) {
+		if (!json_is_object(pol))
+			return fail(st, e, "policy", "expected an object");
+		/* host paths and weaker isolation are the operator's choice only */
+		const char *forbidden[] = { "mounts", "allow_degraded", "image" };
+		for (size_t i = 0; i < ARRAY_SIZE(forbidden); i++)
+			if (json_object_get(pol, forbidden[i])) {
+				char field[64];
+				snprintf(field, sizeof(field), "policy.%s", forbidden[i]);
+				return fail(st, e, field, "may not be set through the API");
+			}
+		char *txt = json_dumps(pol, JSON_COMPACT);
+		int rc = txt ? ward_policy_load_json(&r->policy, txt, strlen(txt), "policy", &err) : -ENOMEM;
+		free(txt);
+		if (rc < 0)
+			return policy_fail(&err, st, e);
+	}
+	if (ward_policy_validate(&r->policy, &err) < 0)
+		return policy_fail(&err, st, e);
+	return check_caps(&r->policy, &s->policy, st, e);
+}
+
+static int parse_timeout(struct srv *s, struct exec_request *r, json_t *t, unsigned *st,
+			 json_t **e)
+{
+	if (!t)
+		return 0;
+	double sec = json_number_value(t);
+	if (!json_is_number(t) || !(sec > 0) || sec * 1000 > (double)s->policy.timeout_ms)
+		return fail(st, e, "timeout", "expected seconds, above 0 and within the daemon's limit");
+	r->policy.timeout_ms = (uint64_t)(sec * 1000) ? (uint64_t)(sec * 1000) : 1;
+	return 0;
+}
+
+static int check_keys(json_t *root, unsigned *st, json_t **e)
+{
+	static const char *const known[] = { "language", "code", "command", "files", "policy",
+					     "timeout" };
+	const char *key;
+	json_t *v;
+	json_object_foreach(root, key, v) {
+		bool ok = false;
+		for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+			ok = ok || strcmp(key, known[i]) == 0;
+		if (!ok) {
+			char field[64];
+			snprintf(field, sizeof(field), "%.60s", key);
+			return fail(st, e, field, "unknown field");
+		}
+	}
+	return 0;
+}
+
+static int parse_body(struct srv *s, json_t *root, struct exec_request *r, unsigned *st,
+		      json_t **e)
+{
+	if (!json_is_object(root))
+		return fail(st, e, NULL, "expected a JSON object");
+	if (check_keys(root, st, e) < 0)
+		return -1;
+	json_t *lang = json_object_get(root, "language"), *code = json_object_get(root, "code");
+	json_t *cmd = json_object_get(root, "command");
+	r->lang = -1;
+	if (cmd && (lang || code))
+		return fail(st, e, "command", "give either command, or language and code");
+	if (cmd) {
+		if (parse_argv(r, cmd, st, e) < 0)
+			return -1;
+	} else {
+		if (!json_is_string(lang) || ward_lang_from_name(json_string_value(lang)) < 0)
+			return fail(st, e, "language", "expected \"python\", \"node\" or \"bash\"");
+		if (!json_is_string(code))
+			return fail(st, e, "code", "expected a string");
+		r->lang = ward_lang_from_name(json_string_value(lang));
+		if (!(r->code = strdup(json_string_value(code))))
+			return fail(st, e, "code", "out of memory");
+	}
+	json_t *files = json_object_get(root, "files");
+	if (files && parse_files(r, files, st, e) < 0)
+		return -1;
+	if (parse_policy(s, r, json_object_get(root, "policy"), st, e) < 0)
+		return -1;
+	return parse_timeout(s, r, json_object_get(root, "timeout"), st, e);
+}
+
+int exec_request_parse(struct srv *s, const char *body, size_t len, struct exec_request *r,
+		       unsigned *status, json_t **error)
+{
+	json_error_t je;
+	memset(r, 0, sizeof(*r));
+	json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "invalid JSON at line %d, column %d: %s", je.line,
+			 je.column, je.text);
+		*status = 400;
+		*error = err_body("invalid_json", NULL, msg);
+		return -1;
+	}
+	int rc = parse_body(s, root, r, status, error);
+	json_decref(root);
+	if (rc < 0)
+		exec_request_release(r);
+	return rc;
+}
