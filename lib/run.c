@@ -41,20 +41,8 @@ static void take_output(struct relay *rl, int which, const char *buf, size_t n)
 		ward_write_all(which, buf, keep);
 		return;
 	}
-	struct ward_buffer *b = which == 1 ? &v->out : &v->err;
-	if (b->len + keep + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + keep + 1)
-			cap *= 2;
-		char *nb = realloc(b->data, cap);
-		if (!nb)
-			return; /* under memory pressure output is dropped, not fatal */
-		b->data = nb;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, buf, keep);
-	b->len += keep;
-	b->data[b->len] = '\0';
+	/* under memory pressure output is dropped, not fatal */
+	ward_buffer_append(which == 1 ? &v->out : &v->err, buf, keep);
 }
 
 static void drain(struct relay *rl, int *fd, int which)

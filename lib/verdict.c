@@ -29,6 +29,24 @@ WARD_EXPORT const char *ward_status_name(enum ward_status status)
 	return status_names[status];
 }
 
+WARD_EXPORT int ward_buffer_append(struct ward_buffer *b, const void *data, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *nb = realloc(b->data, cap);
+		if (!nb)
+			return -ENOMEM;
+		b->data = nb;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, data, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
 WARD_EXPORT void ward_verdict_init(struct ward_verdict *v)
 {
 	memset(v, 0, sizeof(*v));

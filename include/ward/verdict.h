@@ -68,6 +68,10 @@ struct ward_verdict {
 	struct ward_error setup;    /* filled when status is SETUP_FAILED */
 };
 
+/* Appends n bytes and keeps the buffer NUL-terminated. Returns 0, or -ENOMEM
+ * (the buffer is unchanged). */
+int ward_buffer_append(struct ward_buffer *b, const void *data, size_t n);
+
 void ward_verdict_init(struct ward_verdict *v);
 void ward_verdict_release(struct ward_verdict *v);
 

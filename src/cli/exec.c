@@ -33,17 +33,6 @@ struct out {
 	uint64_t total, limit;
 };
 
-static int cancel_fd = -1;
-
-static void on_cancel(int sig)
-{
-	(void)sig;
-	int saved = errno;
-	if (cancel_fd >= 0 && write(cancel_fd, "c", 1) < 0) {
-		/* a full pipe already says "cancel" */
-	}
-	errno = saved;
-}
 
 static void keep_text(struct out *o, int which, const char *s, size_t n)
 {
@@ -52,22 +41,8 @@ static void keep_text(struct out *o, int which, const char *s, size_t n)
 	o->total += n;
 	if (keep < n)
 		o->truncated[which] = true;
-	struct ward_buffer *b = &o->text[which];
-	if (!keep || b->len + keep + 1 > (1u << 30))
-		return;
-	if (b->len + keep + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + keep + 1)
-			cap *= 2;
-		char *nb = realloc(b->data, cap);
-		if (!nb)
-			return;
-		b->data = nb;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, s, keep);
-	b->len += keep;
-	b->data[b->len] = '\0';
+	if (keep)
+		ward_buffer_append(&o->text[which], s, keep);
 }
 
 static void print_bundle(json_t *data, const char *prefix)
@@ -559,13 +534,8 @@ int ward_cli_code(int mode, int argc, char **argv)
 		fprintf(stderr, "ward: error: %s\n", ward_error_format(&err, buf, sizeof(buf)));
 		goto out;
 	}
-	int pipefd[2];
-	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) == 0) {
-		cancel_fd = pipefd[1];
-		struct sigaction sa = { .sa_handler = on_cancel };
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-	}
+	/* SIGINT keeps its default: ward dies, the sandbox dies with it (its
+	 * init's parent-death signal) and the next ward removes the cgroup. */
 	struct ward_verdict v;
 	ward_verdict_init(&v);
 	drive(&j, &v, &err);

@@ -13,6 +13,7 @@
 #include "keys.h"
 #include "options.h"
 #include "run.h"
+#include "src/daemon/serve.h"
 
 static const char usage[] =
 	"usage: ward COMMAND [OPTIONS]\n"
@@ -26,6 +27,7 @@ static const char usage[] =
 	"  doctor [--json]                     what this host supports, and fixes\n"
 	"  keys add|list|revoke                manage API keys (stored hashed)\n"
 	"  audit verify FILE                   check an audit log's hash chain\n"
+	"  serve [OPTIONS]                     the HTTP/JSON sandbox service (docs/api.md)\n"
 	"  gc                                  remove what dead supervisors left\n"
 	"  help                                this text\n"
 	"  version                             ward's version\n"
@@ -64,6 +66,8 @@ int main(int argc, char **argv)
 		return ward_cli_audit(argc - 1, argv + 1);
 	if (strcmp(cmd, "doctor") == 0)
 		return ward_cli_doctor(argc - 1, argv + 1);
+	if (strcmp(cmd, "serve") == 0)
+		return ward_cli_serve(argc - 1, argv + 1);
 	if (strcmp(cmd, "gc") == 0)
 		return ward_cli_gc(argc - 1, argv + 1);
 	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

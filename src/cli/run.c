@@ -10,23 +10,12 @@
 #include "base/util.h"
 #include "cgroup.h"
 #include "config.h"
+#include "cancel.h"
 #include "options.h"
 #include "run.h"
 #include "ward/ward.h"
 
 enum { EXIT_USAGE = 2, EXIT_SETUP = 125 };
-
-static int cancel_write_fd = -1;
-
-static void on_cancel(int sig)
-{
-	(void)sig;
-	int saved = errno;
-	if (cancel_write_fd >= 0 && write(cancel_write_fd, "c", 1) < 0) {
-		/* a full pipe already says "cancel" */
-	}
-	errno = saved;
-}
 
 static void print_error(const struct ward_error *err)
 {
@@ -102,17 +91,6 @@ int ward_cli_run(int argc, char **argv)
 		free(s);
 		goto out;
 	}
-	/* SIGINT, SIGTERM and SIGHUP cancel the run: the sandbox is killed and
-	 * the verdict says "killed". */
-	int cancel_pipe[2] = { -1, -1 };
-	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
-		cancel_write_fd = cancel_pipe[1];
-		struct sigaction sa = { .sa_handler = on_cancel };
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-		sigaction(SIGHUP, &sa, NULL);
-	}
 	/* Leftovers of supervisors that were killed are removed first. */
 	ward_cgroup_gc(NULL, NULL);
 
@@ -120,7 +98,7 @@ int ward_cli_run(int argc, char **argv)
 		.output = o->json ? WARD_OUTPUT_CAPTURE : WARD_OUTPUT_PASSTHROUGH,
 		.stdin_fd = o->stdin ? 0 : -1,
 		.verbose = o->verbose,
-		.cancel_fd = cancel_pipe[0],
+		.cancel_fd = ward_cli_cancel_fd(),
 	};
 	struct ward_verdict v;
 	ward_verdict_init(&v);
@@ -137,10 +115,6 @@ int ward_cli_run(int argc, char **argv)
 	}
 	status = exit_status(&v);
 	ward_verdict_release(&v);
-	if (cancel_pipe[0] >= 0) {
-		close(cancel_pipe[0]);
-		close(cancel_pipe[1]);
-	}
 out:
 	ward_policy_release(&policy);
 	free(o);
