@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -23,6 +24,8 @@
 
 #include "base/util.h"
 #include "sandbox-child.h"
+
+enum { REPORT_FD = 3 };
 
 typedef int (*ward_layer_fn)(struct ward_plan *, struct ward_error *);
 
@@ -95,6 +98,34 @@ static __attribute__((noreturn)) void program_main(struct ward_plan *plan,
 fail:
 	rep->kind = WARD_REPORT_SETUP_FAILED;
 	_exit(127);
+}
+
+/* The RUNNING record carries an O_PATH fd of the sandbox's root: the
+ * supervisor reads files out through it (artifacts) without /proc, which a
+ * rootless supervisor could not use on a non-dumpable init. */
+static void send_running(int fd, struct ward_report *rep)
+{
+	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = rep, .iov_len = sizeof(*rep) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (root >= 0) {
+		memset(&u, 0, sizeof(u));
+		msg.msg_control = u.buf;
+		msg.msg_controllen = sizeof(u.buf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &root, sizeof(int));
+	}
+	while (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+	if (root >= 0)
+		close(root);
 }
 
 static __attribute__((noreturn)) void report_and_exit(int fd, struct ward_report *rep)
@@ -176,15 +207,15 @@ static int adopt_fds(struct ward_plan *plan, int report_fd, int *sync_fd)
 			return -1;
 		plan->stdio[i] = i;
 	}
-	if (dup3(rep, 3, O_CLOEXEC) < 0 || dup3(syn, 4, O_CLOEXEC) < 0)
+	if (dup3(rep, REPORT_FD, O_CLOEXEC) < 0 || dup3(syn, REPORT_FD + 1, O_CLOEXEC) < 0)
 		return -1;
-	*sync_fd = 4;
-	if (syscall(SYS_close_range, 5, ~0U, 0) < 0)
+	*sync_fd = REPORT_FD + 1;
+	if (syscall(SYS_close_range, REPORT_FD + 2, ~0U, 0) < 0)
 		return -1;
-	return 3;
+	return REPORT_FD;
 }
 
-void ward_child_main(struct ward_plan *plan, int sync_fd, int report_fd)
+void ward_child_main(struct ward_plan *plan, int sync_fd, int report_in)
 {
 	struct ward_report rep;
 	memset(&rep, 0, sizeof(rep));
@@ -197,8 +228,9 @@ void ward_child_main(struct ward_plan *plan, int sync_fd, int report_fd)
 	char go;
 	if (ward_read_full(sync_fd, &go, 1) != 1)
 		_exit(125);
-	report_fd = adopt_fds(plan, report_fd, &sync_fd);
-	if (report_fd < 0)
+	/* From here on the report channel is fd 3 (a constant: vfork below
+	 * must not depend on a variable it could clobber). */
+	if (adopt_fds(plan, report_in, &sync_fd) != REPORT_FD)
 		_exit(125);
 	rep.layers = plan->layers | (1u << WARD_LAYER_PID) | (1u << WARD_LAYER_IPC);
 	if (!(plan->degraded & (1u << WARD_LAYER_TIME)))
@@ -207,7 +239,7 @@ void ward_child_main(struct ward_plan *plan, int sync_fd, int report_fd)
 
 	for (size_t i = 0; i < ARRAY_SIZE(init_layers); i++)
 		if (init_layers[i](plan, &rep.err) < 0)
-			report_and_exit(report_fd, &rep);
+			report_and_exit(REPORT_FD, &rep);
 	rearm_deathsig(sync_fd);
 
 	/* Non-dumpable: the program cannot open /proc/1/{mem,exe,root} of
@@ -220,7 +252,7 @@ void ward_child_main(struct ward_plan *plan, int sync_fd, int report_fd)
 	if (child < 0) {
 		ward_error_setv(&rep.err, errno, "pid", "unable to start the program", NULL);
 		rep.kind = WARD_REPORT_SETUP_FAILED;
-		report_and_exit(report_fd, &rep);
+		report_and_exit(REPORT_FD, &rep);
 	}
 	/* vfork returned: the program has exec'd or failed (rep says which). */
 	for (int i = 0; i < 3; i++)
@@ -228,15 +260,15 @@ void ward_child_main(struct ward_plan *plan, int sync_fd, int report_fd)
 	if (rep.kind == WARD_REPORT_SETUP_FAILED || rep.kind == WARD_REPORT_EXEC_FAILED) {
 		int status;
 		waitpid(child, &status, 0);
-		report_and_exit(report_fd, &rep);
+		report_and_exit(REPORT_FD, &rep);
 	}
 	/* The program runs: say which layers it got, in case the init is
 	 * killed before it can send the final report. */
 	rep.kind = WARD_REPORT_RUNNING;
-	ward_write_all(report_fd, &rep, sizeof(rep));
+	send_running(REPORT_FD, &rep);
 	/* The init keeps nothing it does not need: no capabilities left. */
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct caps[2] = { { 0 } };
 	syscall(SYS_capset, &hdr, caps);
-	init_wait(report_fd, child, &rep);
+	init_wait(REPORT_FD, child, &rep);
 }

@@ -15,6 +15,7 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -47,6 +48,7 @@ struct ward_sandbox {
 	char id[40];
 	struct ward_report rep;
 	bool rep_complete;
+	int root_fd;            /* the sandbox's root, sent by its init */
 };
 
 static void close_pair(int p[2])
@@ -188,7 +190,9 @@ static int start_child(struct ward_sandbox *r, struct ward_error *err)
 
 static int open_pipes(struct ward_sandbox *r, const struct ward_sandbox_options *o, struct ward_error *err)
 {
-	if (pipe2(r->sync, O_CLOEXEC) < 0 || pipe2(r->report, O_CLOEXEC) < 0 ||
+	/* The report channel is a socket: its RUNNING record carries an fd. */
+	if (pipe2(r->sync, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, r->report) < 0 ||
 	    pipe2(r->out, O_CLOEXEC) < 0 || pipe2(r->err, O_CLOEXEC) < 0)
 		return ward_error_set(err, errno, "env", "unable to create pipes");
 	if (o && o->stdin_pipe) {
@@ -305,6 +309,8 @@ static void run_release(struct ward_sandbox *r)
 	}
 	if (r->pidfd >= 0)
 		close(r->pidfd);
+	if (r->root_fd >= 0)
+		close(r->root_fd);
 	close_pair(r->sync);
 	close_pair(r->report);
 	close_pair(r->out);
@@ -330,6 +336,7 @@ WARD_EXPORT int ward_sandbox_start(const struct ward_policy *policy, char *const
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		fds[i][0] = fds[i][1] = -1;
 	r->pidfd = -1;
+	r->root_fd = -1;
 	r->cg.unified_fd = -1;
 	r->start_ns = ward_now_ns();
 	r->deadline_ns = r->start_ns + policy->timeout_ms * 1000000ull;
@@ -416,36 +423,62 @@ WARD_EXPORT bool ward_sandbox_exited(struct ward_sandbox *sb)
 	return sb->exited;
 }
 
-WARD_EXPORT int ward_sandbox_open_root(const struct ward_sandbox *sb)
+/* Reads one report record, keeping an fd that comes with it. Returns false
+ * at EOF or on a partial record. */
+static bool read_record(struct ward_sandbox *r)
 {
-	char path[64];
-	if (sb->exited) {
+	struct ward_report rec;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	size_t got = 0;
+	while (got < sizeof(rec)) {
+		struct iovec iov = { .iov_base = (char *)&rec + got, .iov_len = sizeof(rec) - got };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+				      .msg_controllen = sizeof(u.buf) };
+		ssize_t n = recvmsg(r->report[0], &msg, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+			int fd;
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+			if (r->root_fd < 0)
+				r->root_fd = fd;
+			else
+				close(fd);
+		}
+		got += (size_t)n;
+	}
+	r->rep = rec;
+	r->rep_complete = true;
+	return true;
+}
+
+WARD_EXPORT int ward_sandbox_open_root(const struct ward_sandbox *csb)
+{
+	struct ward_sandbox *sb = (struct ward_sandbox *)csb;
+	/* The fd comes with the RUNNING record, sent as soon as the program
+	 * has started; a setup failure sends none. */
+	if (sb->root_fd < 0 && !sb->rep_complete)
+		read_record(sb);
+	if (sb->root_fd < 0) {
 		errno = ESRCH;
 		return -1;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/root", (int)sb->pid);
-	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	/* the pid could have been reused if the init died just now */
-	if (fd >= 0 && ward_sandbox_exited((struct ward_sandbox *)sb)) {
-		close(fd);
-		errno = ESRCH;
-		return -1;
-	}
-	return fd;
+	return (int)fcntl(sb->root_fd, F_DUPFD_CLOEXEC, 3);
 }
 
 /* Reads the init's reports: RUNNING (layers final), then the ending. Each
  * complete record replaces the previous one; a partial one is ignored. */
 static void read_reports(struct ward_sandbox *r)
 {
-	struct ward_report rec;
-	for (;;) {
-		ssize_t n = ward_read_full(r->report[0], &rec, sizeof(rec));
-		if (n != (ssize_t)sizeof(rec))
-			break;
-		r->rep = rec;
-		r->rep_complete = true;
-	}
+	while (read_record(r))
+		;
 }
 
 WARD_EXPORT int ward_sandbox_finish(struct ward_sandbox *sb, struct ward_verdict *v,
