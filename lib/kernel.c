@@ -357,7 +357,8 @@ static char *const *kernel_argv(enum ward_lang lang)
 {
 	static char *const python[] = { "/usr/bin/python3", "-I", "-u",
 					RUNNERS_INSIDE "/python/kernel.py", NULL };
-	static char *const node[] = { "/usr/bin/node", RUNNERS_INSIDE "/node/kernel.js", NULL };
+	/* node cannot dup fds itself: a shell wrapper gives it a protocol fd */
+	static char *const node[] = { "/bin/sh", RUNNERS_INSIDE "/node/kernel.sh", NULL };
 	static char *const bash[] = { "/usr/bin/python3", "-I", "-u",
 				      RUNNERS_INSIDE "/bash/kernel.py", NULL };
 	switch (lang) {

@@ -3,14 +3,20 @@
 // speaks the JSON-lines protocol of runners/PROTOCOL.md. Node's standard
 // library only. See docs/kernels.md ("Node") for the design.
 //
-// Process layout (all in one node process, no extra process is started):
-//   fd 0  -> /dev/null          (the requests are read from a private reopen of the original fd 0)
-//   fd 1  -> FIFO "out" --+
-//   fd 2  -> FIFO "err" --+--> drained by a worker thread, becomes `stream` messages
-//   protocol: a private reopen of the original fd 1 (/proc/self/fd/1), written by the main thread only
-// process.stdout/process.stderr and console are replaced by streams that emit `stream`
-// messages directly, so their order relative to results and errors is exact.
+// Started by kernel.sh (one node process, nothing else stays):
+//   fd 3  the protocol (the original stdout), written by the main thread only
+//   fd 4  the requests (the original stdin)
+//   fd 0  /dev/null
+//   fd 1, fd 2  FIFOs, drained into `stream` messages (by a worker thread once one runs)
+// process.stdout/process.stderr and console are replaced by streams that emit `stream` text
+// directly, so their order relative to results and errors is exact; what subprocesses write
+// to fds 1/2 is put in order at sync points (syncRaw). Without kernel.sh, see setupFds().
 
+// Cells may well declare globals named `process`, `Buffer` or `performance`: the kernel keeps
+// its own references.
+const process = globalThis.process;
+const Buffer = globalThis.Buffer;
+const performance = globalThis.performance;
 const { isMainThread, workerData } = require('worker_threads');
 
 if (!isMainThread) {
@@ -138,6 +144,32 @@ function setupFds() {
     }
   }
 
+  // kernel.sh may have pointed fds 1 and 2 at FIFOs already: open their read ends and remove them.
+  const fifoPaths = (process.env.WARD_NODE_FIFOS || '').split(':');
+  delete process.env.WARD_NODE_FIFOS;
+  if (fdMode === 'wrapper' && fifoPaths.length === 2) {
+    try {
+      const ids = {};
+      const readFds = [];
+      [1, 2].forEach((target, i) => {
+        const st = fstatSync(target);
+        const ps = fs.statSync(fifoPaths[i]);
+        if (!st.isFIFO() || st.ino !== ps.ino || st.dev !== ps.dev) throw new Error('not our FIFO');
+        ids[target] = [st.dev, st.ino];
+        readFds.push(openSync(fifoPaths[i], C.O_RDWR | C.O_NONBLOCK));
+      });
+      rawFds = { targets: [1, 2], readFds, ids };
+    } catch (e) {
+      rawFds = null;
+    }
+    for (const p of fifoPaths) {
+      try {
+        unlinkSync(p);
+      } catch (e) {}
+    }
+    if (rawFds) return;
+  }
+
   // Point fds 1 and 2 (only 2 when shared) at FIFOs. node has no pipe() or dup2(): make FIFOs
   // with mkfifo(1), open their read ends O_RDWR (never EOF, never blocks), then close the
   // target descriptor and open the write end, which takes the lowest free number: the target.
@@ -210,6 +242,11 @@ function writeAll(fd, buf) {
 }
 
 function send(msgType, content, parentId) {
+  flushStream();
+  sendNow(msgType, content, parentId);
+}
+
+function sendNow(msgType, content, parentId) {
   const msg = { msg_type: msgType };
   if (parentId !== undefined && parentId !== null) msg.parent_id = parentId;
   msg.time = Date.now() / 1000;
@@ -232,23 +269,52 @@ function cutUtf8(text, maxBytes) {
   return b.subarray(0, end).toString('utf8');
 }
 
+// Stream text is counted against output_limit over the kernel's whole life (stdout and
+// stderr together, UTF-8 bytes); what does not fit is dropped and the request it belongs to
+// is marked truncated. Text is held back briefly and joined: consecutive text of one stream
+// goes out as one message when nothing else came between and it is at most 50 ms old (or
+// 64 KiB long). Every other message flushes it first, so the order is exact.
+let outputUsed = 0;
+let held = null; // {name, parts: [], bytes, req}
+let heldTimer = null;
+const HOLD_MS = 50;
+const HOLD_BYTES = 65536;
+
+function flushStream() {
+  if (heldTimer) {
+    realClearTimeout(heldTimer);
+    heldTimer = null;
+  }
+  if (!held) return;
+  const h = held;
+  held = null;
+  sendNow('stream', { name: h.name, text: h.parts.join('') }, h.req ? h.req.id : undefined);
+}
+
 function emitStream(name, text) {
   if (typeof text !== 'string' || text.length === 0) return;
   const req = lastReq;
-  if (req && OUTPUT_LIMIT !== null) {
-    const n = Buffer.byteLength(text, 'utf8');
-    if (req.used + n > OUTPUT_LIMIT) {
-      const room = OUTPUT_LIMIT - req.used;
-      req.truncated[name] = true;
+  let n = Buffer.byteLength(text, 'utf8');
+  if (OUTPUT_LIMIT !== null) {
+    if (outputUsed + n > OUTPUT_LIMIT) {
+      const room = OUTPUT_LIMIT - outputUsed;
+      if (req) req.truncated[name] = true;
       if (room <= 0) return;
       text = cutUtf8(text, room);
-      req.used = OUTPUT_LIMIT;
+      n = Buffer.byteLength(text, 'utf8');
       if (!text) return;
-    } else {
-      req.used += n;
     }
+    outputUsed += n;
   }
-  send('stream', { name, text }, req ? req.id : undefined);
+  if (held && (held.name !== name || held.req !== req)) flushStream();
+  if (!held) {
+    held = { name, parts: [], bytes: 0, req };
+    heldTimer = realSetTimeout(flushStream, HOLD_MS);
+    heldTimer.unref();
+  }
+  held.parts.push(text);
+  held.bytes += n;
+  if (held.bytes >= HOLD_BYTES) flushStream();
 }
 
 // ---------------------------------------------------------------------------
@@ -289,8 +355,13 @@ function rawBytes(i, bytes) {
   st.pending = keep ? Buffer.from(buf.subarray(buf.length - keep)) : Buffer.alloc(0);
 }
 
-function startDrain() {
-  if (!rawFds) return;
+// The drainer thread starts after the first request, or before it when the code starts a
+// subprocess or writes to fd 1 or 2 itself (starting it with the kernel would slow the first
+// cell down by several milliseconds). Until it runs, the main thread reads the FIFOs itself,
+// without blocking, whenever output has to be in order: before a result, an error, a reply,
+// and before user output (at most every 20 ms).
+function ensureDrain() {
+  if (!rawFds || drain) return;
   const sig = new Int32Array(new SharedArrayBuffer(8));
   const { port1, port2 } = new MessageChannel();
   const worker = new Worker(KERNEL_FILE, {
@@ -316,11 +387,9 @@ function startDrain() {
   worker.unref();
 }
 
-// Until the drainer thread runs (its start takes some tens of milliseconds), the main thread
-// reads the FIFOs itself, without blocking.
 const scratch = Buffer.alloc(65536);
 function drainDirect() {
-  if (!drain || Atomics.load(drain.sig, 1) !== 0) return;
+  if (!rawFds || (drain && Atomics.load(drain.sig, 1) !== 0)) return;
   rawFds.readFds.forEach((fd, k) => {
     const i = rawFds.targets[k] - 1;
     for (;;) {
@@ -336,12 +405,79 @@ function drainDirect() {
   });
 }
 
-// Pass on raw output the drainer has already read (cheap; keeps console output after a
-// subprocess's output in order in the common case).
+// Subprocesses are what usually writes to fds 1/2: after one ran (or while one runs), or
+// after the code wrote to fd 1 or 2 itself, a write to process.stdout/stderr first syncs, so
+// that the raw output comes first. Otherwise it syncs at most every 20 ms and in between
+// passes on what the drainer has already read.
 let lastSync = 0;
+let rawDirty = false;
+let liveChildren = 0;
+function hookSubprocesses() {
+  const cp = require('child_process');
+  try {
+    // fs.writeSync(1, ...) and friends: a write bigger than a FIFO holds needs the drainer
+    const b = process.binding('fs');
+    for (const name of ['writeString', 'writeBuffer', 'writeBuffers', 'writeFileUtf8']) {
+      const orig = b[name];
+      if (typeof orig !== 'function') continue;
+      b[name] = function (fd) {
+        if ((fd === 1 || fd === 2) && rawFds.targets.includes(fd)) {
+          ensureDrain();
+          rawDirty = true;
+        }
+        return Reflect.apply(orig, this, arguments);
+      };
+    }
+  } catch (e) {}
+  try {
+    const b = process.binding('spawn_sync'); // behind spawnSync, execSync, execFileSync
+    const orig = b.spawn;
+    b.spawn = function spawn() {
+      ensureDrain();
+      try {
+        return Reflect.apply(orig, this, arguments);
+      } finally {
+        rawDirty = true;
+      }
+    };
+  } catch (e) {}
+  const origSpawn = cp.ChildProcess.prototype.spawn; // behind spawn, exec, execFile, fork
+  cp.ChildProcess.prototype.spawn = function spawn() {
+    let done = false;
+    const end = () => {
+      if (!done) liveChildren--;
+      done = true;
+      rawDirty = true;
+    };
+    ensureDrain();
+    liveChildren++;
+    rawDirty = true;
+    try {
+      const r = Reflect.apply(origSpawn, this, arguments);
+      this.once('exit', end);
+      this.once('error', end);
+      return r;
+    } catch (e) {
+      end();
+      throw e;
+    }
+  };
+}
+
 function pollRaw() {
-  if (!drain || !drain.alive) return;
-  if (now() - lastSync > 20) return syncRaw(); // at most every 20 ms: keeps subprocess output in order
+  if (!rawFds) return;
+  if (!drain) {
+    if (now() - lastSync > 20) {
+      lastSync = now();
+      drainDirect();
+    }
+    return;
+  }
+  if (!drain.alive) return;
+  if (rawDirty || liveChildren > 0 || now() - lastSync > 20) {
+    rawDirty = false;
+    return syncRaw();
+  }
   let m;
   while ((m = receiveMessageOnPort(drain.port))) rawBytes(m.message.i, m.message.buf);
 }
@@ -349,7 +485,14 @@ function pollRaw() {
 // Make sure everything written to fds 1/2 before now has become `stream` messages: write a
 // marker to each and wait (bounded) until the drainer has passed it along.
 function syncRaw() {
-  if (!drain || !drain.alive) return;
+  if (!rawFds) return;
+  if (!drain) {
+    lastSync = now();
+    drainDirect();
+    rawDirty = false;
+    return;
+  }
+  if (!drain.alive) return;
   for (const fd of rawFds.targets) {
     try {
       const st = fstatSync(fd);
@@ -365,11 +508,15 @@ function syncRaw() {
     const v = Atomics.load(drain.sig, 0);
     let m;
     while ((m = receiveMessageOnPort(drain.port))) rawBytes(m.message.i, m.message.buf);
-    if (raw.every((st) => st.seen >= st.sent)) return;
+    if (raw.every((st) => st.seen >= st.sent)) {
+      rawDirty = false; // (the markers' own writes set it)
+      return;
+    }
     const left = deadline - now();
     if (left <= 0 || !drain.alive) break;
     Atomics.wait(drain.sig, 0, v, Math.min(left, 50));
   }
+  rawDirty = false;
   for (const st of raw) {
     // timed out: give up waiting for stale markers, pass on what is held back
     st.seen = st.sent;
@@ -881,7 +1028,7 @@ function remember(filename, original, executed) {
   if (sources.size > 200) sources.delete(sources.keys().next().value);
 }
 
-const RUN_OPTS = { displayErrors: false };
+const RUN_OPTS = { displayErrors: false, breakOnSigint: true };
 
 function compile(src, filename, original) {
   const opts = { filename };
@@ -966,6 +1113,9 @@ function mimeBundle(v) {
   return data;
 }
 
+class Interrupt {}
+const INTERRUPT = { ename: 'Interrupted', evalue: 'the cell was interrupted (SIGINT)' };
+
 class ExitSignal {
   constructor(code) {
     this.code = code;
@@ -977,17 +1127,17 @@ function isErrorLike(e) {
 }
 
 function isCellFrame(line, files) {
-  return line.includes('(<cell-') || line.includes(' <cell-') || files.some((f) => line.includes(f));
+  return line.includes('(<cell ') || line.includes(' <cell ') || files.some((f) => line.includes(f));
 }
 
 // The source line of the innermost cell (or tool file) frame, node-style:
-//   <cell-3>:2
+//   <cell 3>:2
 //   f(x)
 //   ^
 function codeFrame(lines, files) {
   for (const l of lines) {
     if (!/^\s+at /.test(l)) continue;
-    const m = /([^\s(]+):(\d+):(\d+)\)?$/.exec(l);
+    const m = /(<cell \d+>|[^\s(]+):(\d+):(\d+)\)?$/.exec(l);
     const src = m && sources.get(m[1]);
     if (!src) continue;
     const n = Number(m[2]);
@@ -1021,22 +1171,23 @@ function traceback(err, files) {
     out.push(l);
   });
   while (out.length && out[out.length - 1] === '') out.pop();
-  if (!/^\S+:\d+$/.test(out[0] || '')) out.unshift(...codeFrame(lines, files));
+  if (!/^(<cell \d+>|\S+):\d+$/.test(out[0] || '')) out.unshift(...codeFrame(lines, files));
   return out;
 }
 
-function levenshtein(a, b) {
-  const d = Array.from({ length: b.length + 1 }, (_, j) => j);
+// Edit distance counting a swap of two neighbours as one edit (optimal string alignment).
+function editDistance(a, b) {
+  const d = Array.from({ length: a.length + 1 }, () => new Array(b.length + 1).fill(0));
+  for (let i = 0; i <= a.length; i++) d[i][0] = i;
+  for (let j = 0; j <= b.length; j++) d[0][j] = j;
   for (let i = 1; i <= a.length; i++) {
-    let prev = d[0];
-    d[0] = i;
     for (let j = 1; j <= b.length; j++) {
-      const t = d[j];
-      d[j] = Math.min(d[j] + 1, d[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = t;
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
-  return d[b.length];
+  return d[a.length][b.length];
 }
 
 function availableModules() {
@@ -1065,9 +1216,10 @@ function availableModules() {
 }
 
 function closeNames(name, candidates) {
-  const max = Math.max(1, Math.floor(name.length / 3));
+  const max = name.length <= 4 ? 1 : name.length <= 8 ? 2 : 3;
   return candidates
-    .map((c) => [levenshtein(name.toLowerCase(), c.toLowerCase()), c])
+    .filter((c) => Math.abs(c.length - name.length) <= max)
+    .map((c) => [editDistance(name.toLowerCase(), c.toLowerCase()), c])
     .filter(([dist, c]) => dist <= max && c !== name)
     .sort((x, y) => x[0] - y[0] || (x[1] < y[1] ? -1 : 1))
     .slice(0, 3)
@@ -1278,10 +1430,15 @@ function uncaught(err, what) {
     return;
   }
   if (err instanceof ExitSignal) return;
-  const content = errorContent(err, ['<cell-', '<call-']);
+  const content = errorContent(err, []);
   emitStream('stderr', `${what}: ${errorLines(content)}`);
 }
 process.on('uncaughtException', (err) => uncaught(err, 'Uncaught'));
+// SIGINT interrupts the running request: synchronous cell code through breakOnSigint, a cell
+// or call that is waiting through this handler. Between requests it is ignored.
+process.on('SIGINT', () => {
+  if (current && current.active) current.fail(new Interrupt());
+});
 process.on('unhandledRejection', (reason) => uncaught(reason, 'Unhandled promise rejection'));
 
 // ---------------------------------------------------------------------------
@@ -1296,7 +1453,8 @@ function beginRequest(id) {
     reject = r;
   });
   failedP.catch(() => {});
-  const req = { id, used: 0, truncated: { stdout: false, stderr: false }, active: true, failed: failedP, fail: (e) => reject({ uncaught: e }) };
+  flushStream();
+  const req = { id, truncated: { stdout: false, stderr: false }, active: true, failed: failedP, fail: (e) => reject({ uncaught: e }) };
   current = req;
   lastReq = req;
   return req;
@@ -1319,6 +1477,7 @@ async function onExecute(msg) {
     send('execute_reply', { status: 'aborted', execution_count: executionCount, stdout_truncated: false, stderr_truncated: false }, id);
     return;
   }
+  if (!stopOnError) failed = false; // a cell sent with stop_on_error false ends the aborting
   if (typeof c.code !== 'string') {
     send('error', { ename: 'ProtocolError', evalue: 'execute_request needs content.code (a string)', traceback: [] }, id);
     send('execute_reply', { status: 'error', execution_count: executionCount, stdout_truncated: false, stderr_truncated: false }, id);
@@ -1327,7 +1486,7 @@ async function onExecute(msg) {
   executionCount++;
   cellSeq = executionCount;
   const seq = cellSeq;
-  const filename = `<cell-${executionCount}>`;
+  const filename = `<cell ${executionCount}>`;
   const req = beginRequest(id);
   let status = 'ok';
   let errContent = null;
@@ -1351,6 +1510,9 @@ async function onExecute(msg) {
         status = 'error';
         errContent = { ename: 'ProcessExit', evalue: `process.exit(${code}) was called`, traceback: [], hint: 'process.exit() ends the cell here; the kernel and its globals stay alive' };
       }
+    } else if (err instanceof Interrupt || (err && err.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED')) {
+      status = 'error';
+      errContent = { ...INTERRUPT, traceback: [] };
     } else {
       status = 'error';
       errContent = errorContent(err, [filename]);
@@ -1361,6 +1523,35 @@ async function onExecute(msg) {
   endRequest(req);
   if (status === 'error' && stopOnError) failed = true;
   send('execute_reply', { status, execution_count: executionCount, stdout_truncated: req.truncated.stdout, stderr_truncated: req.truncated.stderr }, id);
+  if (rawFds && !drain) realSetImmediate(ensureDrain);
+}
+
+// Why a value cannot be sent as JSON faithfully (BigInt, NaN or an infinity, a cycle, a
+// function or symbol as the value itself), with where it is; null when it can.
+function jsonProblem(value) {
+  const seen = new Set();
+  const walk = (v, at, depth) => {
+    if (typeof v === 'bigint') return `a BigInt at ${at}`;
+    if (typeof v === 'number' && !Number.isFinite(v)) return `${v} at ${at}`;
+    if ((typeof v === 'function' || typeof v === 'symbol') && at === '$') return `a ${typeof v}`;
+    if (v === null || typeof v !== 'object' || depth > 200) return null;
+    if (typeof v.toJSON === 'function') return null;
+    if (seen.has(v)) return `a cycle at ${at}`;
+    seen.add(v);
+    if (v instanceof Map || v instanceof Set) return `a ${v.constructor.name} at ${at} (use an object or an array)`;
+    const keys = Array.isArray(v) ? v.keys() : Object.keys(v);
+    for (const k of keys) {
+      const r = walk(v[k], Array.isArray(v) ? `${at}[${k}]` : /^[A-Za-z_$][\w$]*$/.test(k) ? `${at}.${k}` : `${at}[${JSONstringify(k)}]`, depth + 1);
+      if (r) return r;
+    }
+    seen.delete(v);
+    return null;
+  };
+  try {
+    return walk(value, '$', 0);
+  } catch (e) {
+    return null;
+  }
 }
 
 // Parameter names of a function, from its source; null when they cannot be told.
@@ -1507,6 +1698,9 @@ async function onCall(msg) {
       } else if (err instanceof ExitSignal) {
         syncRaw();
         fail({ ename: 'ProcessExit', evalue: `process.exit(${Number(err.code) || 0}) was called`, traceback: [] });
+      } else if (err instanceof Interrupt) {
+        syncRaw();
+        fail({ ...INTERRUPT, evalue: 'the call was interrupted (SIGINT)', traceback: [] });
       } else {
         syncRaw();
         fail(errorContent(err, files));
@@ -1514,16 +1708,21 @@ async function onCall(msg) {
       return;
     }
     let json;
-    let why = null;
-    try {
-      json = JSONstringify(value === undefined ? null : value);
-      if (json === undefined) why = `a ${typeof value} is not JSON-serialisable`;
-    } catch (e) {
-      why = e.message;
+    let why = jsonProblem(value);
+    if (why === null) {
+      try {
+        json = JSONstringify(value === undefined ? null : value);
+        if (json === undefined) why = `a ${typeof value} is not JSON`;
+      } catch (e) {
+        why = e.message;
+      }
+    }
+    if (why === null && OUTPUT_LIMIT !== null && Buffer.byteLength(json, 'utf8') > OUTPUT_LIMIT) {
+      why = `its JSON is ${Buffer.byteLength(json, 'utf8')} bytes, more than output_limit (${OUTPUT_LIMIT})`;
     }
     syncRaw();
     if (why !== null) {
-      fail({ ename: 'SerializationError', evalue: `the return value of ${c.function} cannot be serialised as JSON: ${why}`, traceback: [] });
+      fail({ ename: 'SerializationError', evalue: `the return value of ${c.function} is not JSON: ${why}`, traceback: [] });
       return;
     }
     reply({ status: 'ok', value: JSONparse(json) });
@@ -1551,6 +1750,7 @@ async function handleLine(line, lineNo) {
       case 'call_request':
         return await onCall(msg);
       case 'shutdown_request':
+        syncRaw();
         send('shutdown_reply', {}, msg.id);
         realExit(0);
         return;
@@ -1579,7 +1779,11 @@ async function pump() {
     await handleLine(line, ++lineNo);
   }
   busy = false;
-  if (eof) realExit(0);
+  if (eof) {
+    syncRaw();
+    flushStream();
+    realExit(0);
+  }
 }
 
 function requestStream() {
@@ -1620,7 +1824,7 @@ function startReader() {
 
 // ---------------------------------------------------------------------------
 
-startDrain();
+if (rawFds) hookSubprocesses();
 installGlobals();
 startReader();
 send('status', { execution_state: 'idle', language: 'node', language_version: process.versions.node });

@@ -93,10 +93,20 @@ class Kernel {
 
   async close() {
     this.proc.stdin.end();
-    const r = await this.exited;
-    fs.rmSync(this.cwd, { recursive: true, force: true });
-    return r;
+    return this.exited;
   }
+
+  // after each test, pass or fail: no kernel outlives it
+  cleanup() {
+    if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill('SIGKILL');
+    fs.rmSync(this.cwd, { recursive: true, force: true });
+  }
+}
+
+function start(t, opts) {
+  const k = new Kernel(opts);
+  t.after(() => k.cleanup());
+  return k;
 }
 
 const of = (msgs, type) => msgs.filter((m) => m.msg_type === type);
@@ -106,9 +116,19 @@ const result = (msgs) => {
   return r.length ? r[0].content.data : undefined;
 };
 const reply = (msgs) => msgs[msgs.length - 1];
+// stream text as [name, text] runs (the kernel may join consecutive text of one stream)
+const runs = (msgs) => {
+  const out = [];
+  for (const m of of(msgs, 'stream')) {
+    const last = out[out.length - 1];
+    if (last && last[0] === m.content.name) last[1] += m.content.text;
+    else out.push([m.content.name, m.content.text]);
+  }
+  return out;
+};
 
-test('status, persistence, values', async () => {
-  const k = new Kernel();
+test('status, persistence, values', async (t) => {
+  const k = start(t);
   const st = await k.ready();
   assert.strictEqual(st.content.execution_state, 'idle');
   assert.strictEqual(st.content.language, 'node');
@@ -142,12 +162,14 @@ test('status, persistence, values', async () => {
   assert.deepStrictEqual(await k.close(), { code: 0, signal: null });
 });
 
-test('stream order, subprocess output, stdin', async () => {
-  const k = new Kernel();
+test('stream order, subprocess output, stdin', async (t) => {
+  const k = start(t);
   await k.ready();
+  // a raw write bigger than a pipe holds, in the very first cell, does not deadlock
+  let r0 = await k.exec("require('fs').writeSync(1, 'x'.repeat(200000) + '\\n'); 'ok'");
+  assert.strictEqual(stdout(r0).length, 200001);
   let r = await k.exec("console.log('one'); console.error('two'); process.stdout.write('three\\n'); console.log({a: 1}); 4");
-  const streams = of(r, 'stream').map((m) => [m.content.name, m.content.text]);
-  assert.deepStrictEqual(streams, [['stdout', 'one\n'], ['stderr', 'two\n'], ['stdout', 'three\n'], ['stdout', '{ a: 1 }\n']]);
+  assert.deepStrictEqual(runs(r), [['stdout', 'one\n'], ['stderr', 'two\n'], ['stdout', 'three\n{ a: 1 }\n']]);
   assert.deepStrictEqual(r.map((m) => m.msg_type).slice(-2), ['execute_result', 'execute_reply']);
 
   // output of subprocesses and raw writes to fds 1/2 becomes stream messages too
@@ -155,6 +177,10 @@ test('stream order, subprocess output, stdin', async () => {
   assert.strictEqual(stdout(r), 'sub\nraw\nafter\n');
   assert.ok(of(r, 'stream').some((m) => m.content.name === 'stderr' && m.content.text === 'sub-err\n'));
   assert.deepStrictEqual(k.raw, [], 'nothing but protocol on stdout');
+  // subprocesses do not inherit the protocol's descriptors (3 and 4 under kernel.sh)
+  r = await k.exec("require('child_process').execSync('ls /proc/self/fd', {encoding: 'utf8'}).split('\\n').filter(Boolean).map(Number)");
+  const fds = result(r)['application/json'];
+  assert.ok(fds.includes(0) && fds.includes(1) && !fds.includes(4), JSON.stringify(fds));
 
   // a subprocess writing more than a pipe holds, synchronously, does not deadlock
   r = await k.exec("require('child_process').execSync('seq 1 40000', {stdio: 'inherit'}); 'ok'");
@@ -168,8 +194,8 @@ test('stream order, subprocess output, stdin', async () => {
   await k.close();
 });
 
-test('errors with stack and hints', async () => {
-  const k = new Kernel({ config: { network: 'none', writable: ['/workspace', '/tmp'] } });
+test('errors with stack and hints', async (t) => {
+  const k = start(t, { config: { network: 'none', writable: ['/workspace', '/tmp'] } });
   await k.ready();
   let r = await k.exec("function inner() { throw new TypeError('bad thing') }\nfunction outer() { inner() }\nouter()");
   assert.strictEqual(reply(r).content.status, 'error');
@@ -177,8 +203,8 @@ test('errors with stack and hints', async () => {
   assert.strictEqual(e.ename, 'TypeError');
   assert.strictEqual(e.evalue, 'bad thing');
   const tb = e.traceback.join('\n');
-  assert.match(tb, /at inner \(<cell-1>:1:/);
-  assert.match(tb, /at outer \(<cell-1>:2:/);
+  assert.match(tb, /at inner \(<cell 1>:1:/);
+  assert.match(tb, /at outer \(<cell 1>:2:/);
   assert.ok(!tb.includes('kernel.js'), 'no kernel frames: ' + tb);
   assert.ok(!tb.includes('node:vm'), 'no vm frames');
   assert.ok(!('hint' in e));
@@ -190,6 +216,8 @@ test('errors with stack and hints', async () => {
   let c = of(r, 'error')[0].content;
   assert.strictEqual(c.evalue, "Cannot find module 'lodahs'");
   assert.match(c.hint, /module 'lodahs' is not installed in this sandbox's image; node's built-in modules are available/);
+  r = await k.exec("require('htpp')");
+  assert.match(of(r, 'error')[0].content.hint, /close names: http$/);
 
   r = await k.exec("const e = new Error('getaddrinfo ENOTFOUND example.com'); e.code = 'ENOTFOUND'; e.hostname = 'example.com'; throw e");
   assert.match(of(r, 'error')[0].content.hint, /network is disabled by this sandbox's policy \(network: none\)/);
@@ -224,8 +252,8 @@ test('errors with stack and hints', async () => {
   await k.close();
 });
 
-test('top-level await, timers, display', async () => {
-  const k = new Kernel();
+test('top-level await, timers, display', async (t) => {
+  const k = start(t);
   await k.ready();
   let r = await k.exec("const v = await new Promise((res) => setTimeout(() => res(41), 10))\nlet w = v + 1\nw");
   assert.strictEqual(reply(r).content.status, 'ok');
@@ -252,17 +280,22 @@ test('top-level await, timers, display', async () => {
   await k.close();
 });
 
-test('output cap, stop_on_error, malformed lines, shutdown', async () => {
-  const k = new Kernel({ config: { output_limit: 100 } });
+test('output cap, stop_on_error, malformed lines, shutdown', async (t) => {
+  const k = start(t, { config: { output_limit: 100 } });
   await k.ready();
   let r = await k.exec("for (let i = 0; i < 50; i++) console.log('line ' + i)");
   const text = stdout(r);
   assert.strictEqual(Buffer.byteLength(text), 100);
   assert.strictEqual(reply(r).content.stdout_truncated, true);
   assert.strictEqual(reply(r).content.stderr_truncated, false);
-  r = await k.exec("console.log('fresh budget')");
-  assert.strictEqual(stdout(r), 'fresh budget\n');
+  // the budget is the kernel's whole life: later text is dropped too, and said so
+  r = await k.exec("console.error('more'); 5");
+  assert.strictEqual(of(r, 'stream').length, 0);
+  assert.strictEqual(result(r)['text/plain'], '5', 'results are not stream text');
+  assert.strictEqual(reply(r).content.stderr_truncated, true);
   assert.strictEqual(reply(r).content.stdout_truncated, false);
+  r = await k.exec('6');
+  assert.strictEqual(reply(r).content.stderr_truncated, false);
 
   k.sendLine('this is not json');
   let m = await k.waitFor((x) => x.msg_type === 'error');
@@ -278,14 +311,33 @@ test('output cap, stop_on_error, malformed lines, shutdown', async () => {
   assert.strictEqual(reply(r).content.status, 'aborted');
   r = await k.exec('2', { stop_on_error: false });
   assert.strictEqual(result(r)['text/plain'], '2');
+  r = await k.exec('3', { stop_on_error: true });
+  assert.strictEqual(result(r)['text/plain'], '3', 'a stop_on_error false cell ends the aborting');
 
   r = await k.request('shutdown_request', {});
   assert.strictEqual(reply(r).msg_type, 'shutdown_reply');
   assert.deepStrictEqual(await k.exited, { code: 0, signal: null });
 });
 
-test('call mode', async () => {
-  const k = new Kernel();
+test('SIGINT interrupts the running cell, not the kernel', async (t) => {
+  const k = start(t);
+  await k.ready();
+  for (const code of ['let n = 0; while (true) n++', 'await new Promise(() => {})']) {
+    const p = k.exec(code);
+    await new Promise((r) => setTimeout(r, 300));
+    k.proc.kill('SIGINT');
+    const r = await p;
+    assert.strictEqual(reply(r).content.status, 'error');
+    assert.strictEqual(of(r, 'error')[0].content.ename, 'Interrupted');
+  }
+  k.proc.kill('SIGINT'); // between cells: ignored
+  const r = await k.exec('typeof n');
+  assert.strictEqual(result(r)['text/plain'], "'number'");
+  await k.close();
+});
+
+test('call mode', async (t) => {
+  const k = start(t);
   await k.ready();
   const code = `
 class MyTool {
@@ -324,8 +376,8 @@ module.exports = { MyTool, add };
   await k.close();
 });
 
-test('started as node kernel.js (no wrapper), EOF exits 0', async () => {
-  const k = new Kernel({ via: 'node' });
+test('started as node kernel.js (no wrapper), EOF exits 0', async (t) => {
+  const k = start(t, { via: 'node' });
   await k.ready();
   const r = await k.exec("console.log('direct'); 3");
   assert.strictEqual(stdout(r), 'direct\n');

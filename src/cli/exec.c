@@ -55,7 +55,9 @@ static void print_bundle(json_t *data, const char *prefix)
 	json_object_foreach(data, key, val) {
 		if (strcmp(key, "text/plain") == 0)
 			continue;
-		size_t n = json_is_string(val) ? json_string_length(val) : 0;
+		char *dumped = json_is_string(val) ? NULL : json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT);
+		size_t n = dumped ? strlen(dumped) : json_string_length(val);
+		free(dumped);
 		printf("%s[%s, %zu bytes; use --json to get it]\n", prefix, key, n);
 	}
 	/* streams are written straight to the fds: keep the order */
