@@ -98,8 +98,14 @@ void srv_config_release(struct srv_config *c);
 int srv_config_parse(struct srv_config *c, int argc, char **argv);
 
 /* http.c */
-int srv_http_start(struct srv *s);
+/* Starts the HTTP daemons: on unix_fd (a listening socket, or -1) and on
+ * cfg.listen. 0 or -1 (printed). */
+int srv_http_start(struct srv *s, int unix_fd);
 void srv_http_stop(struct srv *s);
+/* Loads the keys file again when it changed (mtime, inode, size). */
+void srv_keys_reload(struct srv *s);
+void srv_http_run(struct srv *s);
+int srv_http_timeout(struct srv *s);
 /* Stops accepting: the listening sockets close, open connections stay. */
 void srv_http_quiesce(struct srv *s);
 unsigned srv_http_connections(struct srv *s);
@@ -146,7 +152,10 @@ void exec_attach(struct execution *ex, struct MHD_Connection *c, bool stream);
 void exec_detach(struct execution *ex, bool client_gone);
 /* Streams: copies buffered NDJSON out; 0 with nothing yet, -1 at the end. */
 ssize_t exec_read_stream(struct execution *ex, char *buf, size_t max, bool *suspend);
+void exec_ref(struct execution *ex);
 void exec_unref(struct execution *ex);
+/* The waiting client hung up: cancel. */
+void exec_client_gone(struct execution *ex);
 void exec_kill_all(struct srv *s);
 
 /* metrics.c */

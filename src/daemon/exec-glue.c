@@ -84,18 +84,13 @@ static json_t *stream_event(struct exec_out *o, json_t *c)
 	size_t kept = keep_text(o, which, json_string_value(t), json_string_length(t));
 	if (!kept)
 		return NULL;
-	json_t *copy = json_pack("{s:s, s:s%}", "name", which ? "stderr" : "stdout", "text",
-				 json_string_value(t), kept);
-	if (!copy) /* cut inside a UTF-8 sequence */
-		copy = json_pack("{s:s, s:s}", "name", which ? "stderr" : "stdout", "text",
-				 json_string_value(t));
-	if (copy) {
-		json_t *out = json_deep_copy(copy);
-		json_object_set_new(out, "type", json_string("stream"));
-		json_array_append_new(o->outputs, out);
-		json_object_set_new(copy, "event", json_string("stream"));
-	}
-	return copy;
+	const char *name_s = which ? "stderr" : "stdout";
+	json_t *text = json_stringn(json_string_value(t), kept);
+	if (!text) /* cut inside a UTF-8 sequence */
+		text = json_incref(t);
+	json_array_append_new(o->outputs, json_pack("{s:s, s:O, s:s}", "name", name_s, "text",
+						    text, "type", "stream"));
+	return json_pack("{s:s, s:s, s:o}", "event", "stream", "name", name_s, "text", text);
 }
 
 json_t *exec_out_message(struct exec_out *o, json_t *m)

@@ -168,6 +168,17 @@ static void ex_free(struct execution *ex)
 	free(ex);
 }
 
+void exec_ref(struct execution *ex)
+{
+	ex->refs++;
+}
+
+void exec_client_gone(struct execution *ex)
+{
+	client_watch(ex, false);
+	exec_cancel(ex);
+}
+
 void exec_unref(struct execution *ex)
 {
 	if (ex && --ex->refs == 0)
@@ -286,9 +297,9 @@ static void finish(struct execution *ex)
 	metrics_verdict(ex->s, ex->key.tenant, ex->v.status, ex->v.usage.wall_ms);
 	audit_verdict(ex);
 	unlink_exec(ex);
-	json_t *ev = json_deep_copy(ex->final);
+	json_t *ev = ex->stream ? json_pack("{s:s}", "event", "verdict") : NULL;
 	if (ev)
-		json_object_set_new(ev, "event", json_string("verdict"));
+		json_object_update(ev, ex->final);
 	emit(ex, ev);
 	wake(ex);
 	exec_unref(ex); /* the registry's reference */
@@ -402,9 +413,15 @@ static int start_sandbox(struct execution *ex, struct ward_error *err)
 	if (r->lang < 0) {
 		struct ward_sandbox_options so = { .files = r->files, .n_files = r->n_files };
 		int rc = ward_sandbox_start(&r->policy, r->argv, &so, &ex->sb, err);
-		if (rc == 0)
-			ward_strlcpy(ex->v.sandbox_id, ward_sandbox_id(ex->sb), sizeof(ex->v.sandbox_id));
-		return rc;
+		if (rc < 0)
+			return rc;
+		ward_strlcpy(ex->v.sandbox_id, ward_sandbox_id(ex->sb), sizeof(ex->v.sandbox_id));
+		/* our read ends only: a step must never wait on the program */
+		int fds[2] = { ward_sandbox_stdout(ex->sb), ward_sandbox_stderr(ex->sb) };
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+		return 0;
 	}
 	json_t *lint = (json_t *)ward_policy_lint_json(&r->policy);
 	struct ward_kernel_options ko = { .lang = (enum ward_lang)r->lang, .files = r->files,

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 
 #include "base/util.h"
@@ -84,7 +85,7 @@ static int answer_error(struct req *rq, struct MHD_Connection *c, unsigned statu
 }
 
 /* The keys file is read again when it changed (mtime, inode or size). */
-static void reload_keys(struct srv *s)
+void srv_keys_reload(struct srv *s)
 {
 	struct stat st;
 	if (stat(s->cfg.keys_file, &st) < 0) {
@@ -114,7 +115,7 @@ static void reload_keys(struct srv *s)
 static bool authenticate(struct srv *s, struct MHD_Connection *c, struct ward_key_info *key)
 {
 	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-	reload_keys(s);
+	srv_keys_reload(s);
 	memset(key, 0, sizeof(*key));
 	if (!h || strncmp(h, "Bearer ", 7) != 0 || !s->keys)
 		return false;
@@ -242,7 +243,7 @@ static int post_execution(struct req *rq, struct MHD_Connection *c, const char *
 		json_decref(error);
 		return r;
 	}
-	er.stream = wants_stream(c);
+	bool stream = er.stream = wants_stream(c);
 	audit_request(s, &rq->key, "execute", "POST", url, 200);
 	struct ward_error err;
 	ward_error_clear(&err);
@@ -250,7 +251,7 @@ static int post_execution(struct req *rq, struct MHD_Connection *c, const char *
 		exec_request_release(&er);
 		return answer_error(rq, c, 500, "internal", NULL, err.message);
 	}
-	if (er.stream)
+	if (stream) /* er was handed over */
 		return start_stream(rq, c);
 	if (exec_done(rq->ex))
 		return answer_exec(rq, c);
@@ -432,4 +433,128 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	free(rq->body);
 	free(rq);
 	*con_cls = NULL;
+}
+
+static int parse_listen(const char *spec, struct sockaddr_in *sa)
+{
+	char host[64];
+	const char *colon = strrchr(spec, ':');
+	if (!colon || (size_t)(colon - spec) >= sizeof(host))
+		return -1;
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = '\0';
+	char *end;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (*end || port == 0 || port > 65535)
+		return -1;
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)port);
+	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
+}
+
+static struct MHD_Daemon *start_one(struct srv *s, int listen_fd, const struct sockaddr_in *sa)
+{
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	size_t mem = s->cfg.max_header < 8192 ? 8192 : (size_t)s->cfg.max_header;
+	if (listen_fd >= 0)
+		return MHD_start_daemon(flags, 0, NULL, NULL, handler, s,
+					MHD_OPTION_LISTEN_SOCKET, listen_fd,
+					MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
+					MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+					MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+					MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+					MHD_OPTION_END);
+	return MHD_start_daemon(flags, ntohs(sa->sin_port), NULL, NULL, handler, s,
+				MHD_OPTION_SOCK_ADDR, sa,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+				MHD_OPTION_END);
+}
+
+static int add_daemon(struct srv *s, struct MHD_Daemon *d)
+{
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!di)
+		return -1;
+	static struct watch w[2];
+	int i = s->n_mhd++;
+	s->mhd[i] = d;
+	s->mhd_fd[i] = di->epoll_fd;
+	w[i] = (struct watch){ .kind = WATCH_MHD, .ptr = d, .idx = i };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &w[i] };
+	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, di->epoll_fd, &ev);
+}
+
+int srv_http_start(struct srv *s, int unix_fd)
+{
+	if (unix_fd >= 0) {
+		struct MHD_Daemon *d = start_one(s, unix_fd, NULL);
+		if (!d || add_daemon(s, d) < 0) {
+			fprintf(stderr, "ward: error: serve: unable to start HTTP on '%s'\n", s->cfg.socket);
+			return -1;
+		}
+	}
+	if (s->cfg.listen && *s->cfg.listen) {
+		struct sockaddr_in sa;
+		if (parse_listen(s->cfg.listen, &sa) < 0) {
+			fprintf(stderr, "ward: error: --listen: expected IPV4:PORT, got '%s'\n",
+				s->cfg.listen);
+			return -1;
+		}
+		struct MHD_Daemon *d = start_one(s, -1, &sa);
+		if (!d || add_daemon(s, d) < 0) {
+			fprintf(stderr, "ward: error: serve: unable to listen on '%s'\n", s->cfg.listen);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void srv_http_run(struct srv *s)
+{
+	for (int i = 0; i < s->n_mhd; i++)
+		MHD_run(s->mhd[i]);
+}
+
+int srv_http_timeout(struct srv *s)
+{
+	int best = -1;
+	for (int i = 0; i < s->n_mhd; i++) {
+		MHD_UNSIGNED_LONG_LONG ms;
+		if (MHD_get_timeout(s->mhd[i], &ms) == MHD_YES) {
+			int t = ms > 60000 ? 60000 : (int)ms;
+			best = best < 0 || t < best ? t : best;
+		}
+	}
+	return best;
+}
+
+void srv_http_quiesce(struct srv *s)
+{
+	for (int i = 0; i < s->n_mhd; i++) {
+		MHD_socket fd = MHD_quiesce_daemon(s->mhd[i]);
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+unsigned srv_http_connections(struct srv *s)
+{
+	unsigned n = 0;
+	for (int i = 0; i < s->n_mhd; i++) {
+		const union MHD_DaemonInfo *di =
+			MHD_get_daemon_info(s->mhd[i], MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		n += di ? di->num_connections : 0;
+	}
+	return n;
+}
+
+void srv_http_stop(struct srv *s)
+{
+	for (int i = 0; i < s->n_mhd; i++)
+		MHD_stop_daemon(s->mhd[i]);
+	s->n_mhd = 0;
 }

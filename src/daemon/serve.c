@@ -1,0 +1,327 @@
+/* src/daemon/serve.c — `ward serve`: start, loop, stop.
+ *
+ * Reads the settings, loads the default policy and the keys, opens the
+ * audit log, takes the unix socket (refusing one a live daemon holds,
+ * removing a stale one), and runs the one epoll loop: libmicrohttpd's epoll
+ * fd, every execution's fds, and a self-pipe for signals (handlers, not a
+ * blocked mask: a blocked mask would be inherited by every sandbox). On
+ * SIGTERM it stops accepting, gives running executions the grace period,
+ * kills what is left, and exits 0 once every sandbox is destroyed.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sodium.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "base/util.h"
+#include "cgroup.h"
+#include "daemon.h"
+#include "serve.h"
+#include "ward/ward.h"
+
+extern const char ward_openapi_json[];
+extern const char ward_openapi_json_end[];
+
+static int sig_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	unsigned char b = (unsigned char)sig;
+	if (write(sig_pipe[1], &b, 1) < 0) {
+		/* a full pipe already holds a signal */
+	}
+	errno = saved;
+}
+
+void srv_audit(struct srv *s, const char *event, json_t *fields)
+{
+	if (!s->audit)
+		return;
+	struct ward_error err;
+	if (ward_audit_record(s->audit, event, fields, &err) < 0) {
+		char buf[1024];
+		fprintf(stderr, "ward: serve: audit: %s\n", ward_error_format(&err, buf, sizeof(buf)));
+	}
+}
+
+static int mkdir_parents(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	ward_strlcpy(dir, path, sizeof(dir));
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return 0;
+}
+
+/* A socket someone answers on is a live daemon's; one nobody answers on is
+ * stale and removed; anything else at the path is refused. */
+static int claim_path(const struct sockaddr_un *sa)
+{
+	struct stat st;
+	if (lstat(sa->sun_path, &st) < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "ward: error: serve: '%s' exists and is not a socket\n", sa->sun_path);
+		return -1;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	int r = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	close(fd);
+	if (r == 0) {
+		fprintf(stderr, "ward: error: serve: another daemon is listening on '%s'\n",
+			sa->sun_path);
+		return -1;
+	}
+	return unlink(sa->sun_path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+static int open_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path) || path[0] != '/') {
+		fprintf(stderr, "ward: error: --socket: '%s': expected an absolute path under %zu bytes\n",
+			path, sizeof(sa.sun_path));
+		return -1;
+	}
+	ward_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+	if (mkdir_parents(path) < 0 || claim_path(&sa) < 0) {
+		if (errno)
+			fprintf(stderr, "ward: error: serve: unable to prepare '%s': %s\n", path,
+				strerror(errno));
+		return -1;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	mode_t old = umask(0117);
+	int r = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || chmod(path, 0660) < 0 || listen(fd, 256) < 0) {
+		fprintf(stderr, "ward: error: serve: unable to listen on '%s': %s\n", path,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int load_policy(struct srv *s)
+{
+	struct ward_error err;
+	ward_error_clear(&err);
+	int r = ward_policy_init(&s->policy, &err);
+	if (r == 0 && s->cfg.policy_file) {
+		_cleanup_free_ char *buf = NULL;
+		size_t len;
+		r = ward_read_file(s->cfg.policy_file, 1 << 20, &buf, &len);
+		if (r < 0)
+			ward_error_set(&err, -r, "serve", "unable to read '%s'", s->cfg.policy_file);
+		else
+			r = ward_policy_load_json(&s->policy, buf, len, s->cfg.policy_file, &err);
+	}
+	if (r == 0 && s->cfg.policy) {
+		_cleanup_free_ char *txt = json_dumps(s->cfg.policy, JSON_COMPACT);
+		r = txt ? ward_policy_load_json(&s->policy, txt, strlen(txt), "config: policy", &err)
+			: -ENOMEM;
+	}
+	if (r == 0)
+		r = ward_policy_validate(&s->policy, &err);
+	if (r < 0) {
+		char buf[1024];
+		fprintf(stderr, "ward: error: %s\n", ward_error_format(&err, buf, sizeof(buf)));
+	}
+	return r;
+}
+
+static int open_audit(struct srv *s)
+{
+	if (!s->cfg.audit_log)
+		return 0;
+	struct ward_audit_options ao = {
+		.full_text = s->cfg.audit_full_text,
+		.sync = s->cfg.audit_sync ? WARD_AUDIT_SYNC_EVERY : WARD_AUDIT_SYNC_NONE,
+	};
+	struct ward_error err;
+	if (ward_audit_open(s->cfg.audit_log, &ao, &s->audit, &err) < 0) {
+		char buf[1024];
+		fprintf(stderr, "ward: error: %s\n", ward_error_format(&err, buf, sizeof(buf)));
+		return -1;
+	}
+	return 0;
+}
+
+static int setup_loop(struct srv *s)
+{
+	static struct watch sigw = { .kind = WATCH_SIGNAL };
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0 || pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &sigw };
+	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, sig_pipe[0], &ev);
+}
+
+static void begin_stop(struct srv *s)
+{
+	if (s->stopping)
+		return;
+	s->stopping = true;
+	s->stop_deadline_ns = ward_now_ns() + s->cfg.grace_ms * 1000000ull;
+	srv_http_quiesce(s);
+	if (s->unix_bound)
+		unlink(s->cfg.socket);
+	json_t *f = json_pack("{s:i, s:I}", "running", (int)s->running, "grace_ms",
+			      (json_int_t)s->cfg.grace_ms);
+	srv_audit(s, "daemon.stopping", f);
+	json_decref(f);
+	fprintf(stderr, "ward: serve: stopping (%u running, grace %llu ms)\n", s->running,
+		(unsigned long long)s->cfg.grace_ms);
+}
+
+static void on_signals(struct srv *s)
+{
+	unsigned char b[16];
+	ssize_t n;
+	while ((n = read(sig_pipe[0], b, sizeof(b))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			if (b[i] == SIGTERM || b[i] == SIGINT)
+				begin_stop(s);
+}
+
+/* True once everything is over: no execution left, connections drained
+ * (or 2 s after the last execution). */
+static bool stop_done(struct srv *s, uint64_t *drain_until)
+{
+	uint64_t now = ward_now_ns();
+	if (s->execs && !s->killed_all && now >= s->stop_deadline_ns) {
+		s->killed_all = true;
+		exec_kill_all(s);
+	}
+	if (s->execs)
+		return false;
+	if (!*drain_until)
+		*drain_until = now + 2000000000ull;
+	return srv_http_connections(s) == 0 || now >= *drain_until;
+}
+
+static int loop_timeout(struct srv *s)
+{
+	int t = srv_http_timeout(s), e = exec_timeout(s);
+	if (e >= 0 && (t < 0 || e < t))
+		t = e;
+	if (s->stopping && (t < 0 || t > 50))
+		t = 50;
+	return t;
+}
+
+int srv_loop(struct srv *s)
+{
+	struct epoll_event evs[64];
+	uint64_t drain_until = 0;
+	for (;;) {
+		int n = epoll_wait(s->epfd, evs, ARRAY_SIZE(evs), loop_timeout(s));
+		if (n < 0 && errno != EINTR)
+			return -1;
+		for (int i = 0; i < n; i++) {
+			struct watch *w = evs[i].data.ptr;
+			if (w->kind == WATCH_SIGNAL)
+				on_signals(s);
+			else if (w->kind == WATCH_EXEC)
+				exec_dispatch(s, w->ptr);
+			else if (w->kind == WATCH_CLIENT)
+				exec_client_gone(w->ptr);
+		}
+		exec_tick(s);
+		srv_http_run(s);
+		if (s->stopping && stop_done(s, &drain_until))
+			return 0;
+	}
+}
+
+static int start(struct srv *s)
+{
+	if (!s->cfg.keys_file && !(s->cfg.keys_file = strdup(ward_keys_default_path())))
+		return -1;
+	if (!s->cfg.socket && !(s->cfg.socket = strdup("/run/ward/ward.sock")))
+		return -1;
+	if (load_policy(s) < 0 || open_audit(s) < 0 || setup_loop(s) < 0)
+		return -1;
+	s->openapi = ward_openapi_json;
+	s->openapi_len = (size_t)(ward_openapi_json_end - ward_openapi_json);
+	srv_keys_reload(s);
+	if (!s->keys)
+		fprintf(stderr, "ward: serve: warning: no keys in '%s': every request will be refused "
+			"(ward keys add)\n", s->cfg.keys_file);
+	/* leftovers of supervisors that were killed go first */
+	ward_cgroup_gc(NULL, NULL);
+	int ufd = -1;
+	if (strcmp(s->cfg.socket, "") != 0 && strcmp(s->cfg.socket, "none") != 0) {
+		if ((ufd = open_unix(s->cfg.socket)) < 0)
+			return -1;
+		s->unix_bound = true;
+	}
+	if (srv_http_start(s, ufd) < 0)
+		return -1;
+	if (s->n_mhd == 0) {
+		fprintf(stderr, "ward: error: serve: nothing to listen on (--socket, --listen)\n");
+		return -1;
+	}
+	json_t *f = json_pack("{s:s, s:s?, s:s}", "socket", s->cfg.socket, "listen", s->cfg.listen,
+			      "version", WARD_VERSION);
+	srv_audit(s, "daemon.start", f);
+	json_decref(f);
+	fprintf(stderr, "ward: serve: listening on %s%s%s\n", s->cfg.socket,
+		s->cfg.listen ? " and " : "", s->cfg.listen ? s->cfg.listen : "");
+	return 0;
+}
+
+int ward_cli_serve(int argc, char **argv)
+{
+	struct srv *s = calloc(1, sizeof(*s));
+	if (!s || sodium_init() < 0) {
+		free(s);
+		return 1;
+	}
+	s->epfd = -1;
+	srv_config_defaults(&s->cfg);
+	int r = srv_config_parse(&s->cfg, argc, argv);
+	int status = r > 0 ? 0 : 2;
+	if (r == 0) {
+		status = 1;
+		if (start(s) == 0 && srv_loop(s) == 0)
+			status = 0;
+	}
+	srv_http_stop(s);
+	if (s->unix_bound && !s->stopping)
+		unlink(s->cfg.socket);
+	if (s->audit) {
+		json_t *f = json_pack("{s:i}", "status", status);
+		srv_audit(s, "daemon.stop", f);
+		json_decref(f);
+	}
+	ward_audit_free(s->audit);
+	ward_keys_free(s->keys);
+	ward_policy_release(&s->policy);
+	srv_config_release(&s->cfg);
+	if (s->epfd >= 0)
+		close(s->epfd);
+	free(s);
+	return status;
+}
