@@ -338,8 +338,8 @@ static void print_json(struct job *j, const struct ward_verdict *v)
 	json_t *e = NULL;
 	if (j->out.error)
 		e = error_object(j->out.error);
-	else if (j->died)
-		e = limit_error(v, &j->policy);
+	else if (j->died || v->status == WARD_STATUS_OUTPUT_LIMIT)
+		e = limit_error(v, &j->policy); /* a limit, with its value */
 	json_object_set_new(o, "error", e ? e : json_null());
 	json_object_set(o, "policy_violation", j->out.violation ? j->out.violation : json_null());
 	json_object_set(o, "artifacts", j->artifacts ? j->artifacts : json_array());

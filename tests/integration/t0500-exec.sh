@@ -53,7 +53,8 @@ test_expect_success 'python: the wall-time limit is reported with its value' '
 '
 test_expect_success 'python: output past the cap is truncated and said so' '
 	ex --lang python --output-limit 4K -c "print(\"x\" * 100000)"
-	expect_eq "$(field status)" output_limit && expect_eq "$(field stdout_truncated)" true
+	expect_eq "$(field status)" output_limit && expect_eq "$(field stdout_truncated)" true &&
+	expect_contains "$(field error.hint)" "truncated at 4096 bytes"
 '
 test_expect_success PYTHON 'python: a matplotlib figure comes back as a PNG that decodes' '
 	ex --lang python -c "import matplotlib.pyplot as plt; plt.plot([1, 3, 2])" &&
