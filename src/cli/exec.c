@@ -342,8 +342,9 @@ static void print_json(struct job *j, const struct ward_verdict *v)
 		e = limit_error(v, &j->policy); /* a limit, with its value */
 	json_object_set_new(o, "error", e ? e : json_null());
 	json_object_set(o, "policy_violation", j->out.violation ? j->out.violation : json_null());
-	json_object_set(o, "artifacts", j->artifacts ? j->artifacts : json_array());
-	json_object_set(o, "artifacts_skipped", j->skipped ? j->skipped : json_array());
+	json_object_set_new(o, "artifacts", j->artifacts ? json_incref(j->artifacts) : json_array());
+	json_object_set_new(o, "artifacts_skipped",
+			    j->skipped ? json_incref(j->skipped) : json_array());
 	char *s = json_dumps(o, JSON_COMPACT);
 	if (s)
 		puts(s);
