@@ -116,7 +116,8 @@ enum { WARD_KERNEL_NFDS = 4 };
 /* Fills fds (WARD_KERNEL_NFDS entries; fd -1 for an unused slot) with what
  * to watch now, and returns how many ms the caller may wait before calling
  * ward_kernel_step anyway (-1: only when an fd is ready). The set changes
- * after each step (stdin is watched only while a request is unwritten). */
+ * after each step (stdin is watched only while a request is unwritten).
+ * Like ward_sandbox_check, it enforces the sandbox's time limits now. */
 int ward_kernel_pollfds(struct ward_kernel *k, struct pollfd fds[WARD_KERNEL_NFDS]);
 
 /* Does what is ready now (reads, writes, limit checks), never blocking.

@@ -411,8 +411,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		rq->len += n;
 		return MHD_YES;
 	}
-	if (rq->ex && !rq->answered)
-		return exec_done(rq->ex) ? answer_exec(rq, c) == MHD_YES ? MHD_YES : MHD_NO : MHD_YES;
+	if (rq->ex && !rq->answered) {
+		if (exec_done(rq->ex))
+			return answer_exec(rq, c) == MHD_YES ? MHD_YES : MHD_NO;
+		exec_attach(rq->ex, c, false); /* woken early: wait again */
+		return MHD_YES;
+	}
 	if (rq->answered || rq->route != R_EXEC_POST)
 		return MHD_YES;
 	return post_execution(rq, c, url) == MHD_YES ? MHD_YES : MHD_NO;
@@ -453,6 +457,24 @@ static int parse_listen(const char *spec, struct sockaddr_in *sa)
 	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
 }
 
+/* libmicrohttpd's own messages (malformed requests, mostly): clients choose
+ * how many there are, so at most 10 a minute reach stderr. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	static uint64_t window_ns;
+	static unsigned count;
+	(void)cls;
+	uint64_t now = ward_now_ns();
+	if (now - window_ns > 60000000000ull) {
+		window_ns = now;
+		count = 0;
+	}
+	if (++count > 10)
+		return;
+	fputs("ward: serve: http: ", stderr);
+	vfprintf(stderr, fmt, ap);
+}
+
 static struct MHD_Daemon *start_one(struct srv *s, int listen_fd, const struct sockaddr_in *sa)
 {
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
@@ -464,6 +486,7 @@ static struct MHD_Daemon *start_one(struct srv *s, int listen_fd, const struct s
 					MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
 					MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
 					MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+					MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 					MHD_OPTION_END);
 	return MHD_start_daemon(flags, ntohs(sa->sin_port), NULL, NULL, handler, s,
 				MHD_OPTION_SOCK_ADDR, sa,
@@ -471,6 +494,7 @@ static struct MHD_Daemon *start_one(struct srv *s, int listen_fd, const struct s
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_END);
 }
 

@@ -169,11 +169,15 @@ static int check_caps(const struct ward_policy *p, const struct ward_policy *d, 
 		{ "policy.limits.timeout", p->timeout_ms, d->timeout_ms },
 		{ "policy.limits.workspace_size", p->workspace_size, d->workspace_size },
 		{ "policy.limits.tmp_size", p->tmp_size, d->tmp_size },
-		{ "policy.limits.output_limit", p->output_limit, d->output_limit },
+		{ "policy.limits.output", p->output_limit, d->output_limit },
 	};
+	char msg[128];
 	for (size_t i = 0; i < ARRAY_SIZE(caps); i++)
-		if (caps[i].max && (caps[i].v > caps[i].max || caps[i].v == 0))
-			return fail(st, e, caps[i].field, "above the daemon's limit for this field");
+		if (caps[i].max && (caps[i].v > caps[i].max || caps[i].v == 0)) {
+			snprintf(msg, sizeof(msg), "above the daemon's limit for this field (%llu)",
+				 (unsigned long long)caps[i].max);
+			return fail(st, e, caps[i].field, msg);
+		}
 	if (d->cpu_time_ms && (!p->cpu_time_ms || p->cpu_time_ms > d->cpu_time_ms))
 		return fail(st, e, "policy.limits.cpu_time", "above the daemon's limit for this field");
 	return 0;
@@ -257,8 +261,8 @@ static int parse_body(struct srv *s, json_t *root, struct exec_request *r, unsig
 	} else {
 		if (!json_is_string(lang) || ward_lang_from_name(json_string_value(lang)) < 0)
 			return fail(st, e, "language", "expected \"python\", \"node\" or \"bash\"");
-		if (!json_is_string(code))
-			return fail(st, e, "code", "expected a string");
+		if (!json_is_string(code) || strlen(json_string_value(code)) != json_string_length(code))
+			return fail(st, e, "code", "expected a string without NUL characters");
 		r->lang = ward_lang_from_name(json_string_value(lang));
 		if (!(r->code = strdup(json_string_value(code))))
 			return fail(st, e, "code", "out of memory");

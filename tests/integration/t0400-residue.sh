@@ -23,7 +23,9 @@ dead_leaves() {
 		kill -0 "$pid" 2>/dev/null || [ -d /proc/$pid ] || echo "$d"
 	done
 }
-tmp_entries() { ls -a /tmp | grep -c ward- ; }
+# ward makes no temp files on the host; if it ever did, it would honour
+# TMPDIR, so the runs get a private one that must stay empty.
+tmp_entries() { ls -A "$TEST_TMP/tmpdir" | wc -l; }
 
 test_expect_success 'a SIGTERM-ignoring process, a double-forked daemon and a late child are gone' '
 	"$WARD" run -q -- sh -c "
@@ -46,8 +48,8 @@ hostile() {
 	esac
 }
 test_expect_success "$RUNS hostile runs in a row leave nothing behind" '
-	host_mounts > mounts.before; t0=$(tmp_entries)
-	i=0; while [ $i -lt $RUNS ]; do hostile $i >/dev/null 2>&1 </dev/null; i=$((i + 1)); done
+	host_mounts > mounts.before; mkdir -p "$TEST_TMP/tmpdir"; t0=$(tmp_entries)
+	i=0; while [ $i -lt $RUNS ]; do TMPDIR=$TEST_TMP/tmpdir hostile $i >/dev/null 2>&1 </dev/null; i=$((i + 1)); done
 	sleep 0.5
 	expect_eq "$(strays)" 0 && expect_eq "$(ward_mounts_new mounts.before)" "" &&
 	expect_eq "$(tmp_entries)" "$t0" && expect_eq "$(dead_leaves)" ""
