@@ -28,6 +28,10 @@ run: build
 	@echo '$$ ward run --json --memory 64M --timeout 2 -- python3 -c "..."'
 	@$(BUILD)/src/ward run --json --memory 64M --timeout 2 -- python3 -c 'import os; print("hello from", os.uname().nodename)' \
 	  | python3 -m json.tool
+	@echo
+	@echo '$$ ward exec --lang python -c "data = [3, 1, 4, 1, 5]" -c "sorted(data)" -c "1 / 0"'
+	@$(BUILD)/src/ward exec --lang python -c 'data = [3, 1, 4, 1, 5]' -c 'sorted(data)' -c '1 / 0'; \
+	  echo "(exit status $$?)"
 
 check: build
 	@tests/run.sh $(BUILD)

@@ -18,6 +18,6 @@ attempt("list /home", lambda: os.listdir("/home"))
 attempt("write /usr/bin/evil", lambda: open("/usr/bin/evil", "w"))
 attempt("connect to 1.1.1.1:53",
         lambda: socket.create_connection(("1.1.1.1", 53), timeout=1))
-attempt("see other processes", lambda: sorted(p for p in os.listdir("/proc") if p.isdigit()))
+attempt("list the processes it can see", lambda: sorted(p for p in os.listdir("/proc") if p.isdigit()))
 attempt("write /workspace/notes.txt",
         lambda: open("/workspace/notes.txt", "w").write("scratch space"))
