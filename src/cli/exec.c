@@ -67,12 +67,20 @@ static void print_bundle(json_t *data, const char *prefix)
 static void print_error(json_t *c)
 {
 	json_t *tb = json_object_get(c, "traceback"), *line;
+	const char *name = json_string_value(json_object_get(c, "ename"));
+	const char *value = json_string_value(json_object_get(c, "evalue"));
+	bool said = false;
 	size_t i;
-	json_array_foreach(tb, i, line)
-		if (json_is_string(line))
-			fprintf(stderr, "%s\n", json_string_value(line));
-	fprintf(stderr, "%s: %s\n", json_string_value(json_object_get(c, "ename")) ?: "Error",
-		json_string_value(json_object_get(c, "evalue")) ?: "");
+	json_array_foreach(tb, i, line) {
+		const char *l = json_string_value(line);
+		if (!l)
+			continue;
+		fprintf(stderr, "%s\n", l);
+		/* Python's traceback ends with "Name: value", node's starts so */
+		said = said || (name && strncmp(l, name, strlen(name)) == 0);
+	}
+	if (!said)
+		fprintf(stderr, "%s: %s\n", name ? name : "Error", value ? value : "");
 	const char *hint = json_string_value(json_object_get(c, "hint"));
 	if (hint)
 		fprintf(stderr, "hint: %s\n", hint);
