@@ -21,17 +21,23 @@ trap 'rm -rf "$out"' EXIT
 
 hyperfine -N --warmup 3 --runs "$RUNS" --export-json "$out/k.json" \
 	"$WARD exec --lang python -c print(1)" \
+	"/usr/bin/python3 -c print(1)" \
 	"$WARD exec --lang node -c console.log(1)" \
+	"/usr/bin/node -e console.log(1)" \
 	"$WARD exec --lang python -c 'import numpy, pandas'" \
+	"/usr/bin/python3 -c 'import numpy, pandas'" \
 	"$WARD run -- /bin/true" \
 	"$WARD run --json -- /bin/true" >/dev/null
 python3 - "$out/k.json" <<'PY'
 import json, sys
 rs = json.load(open(sys.argv[1]))["results"]
-print("# medians in ms (%d runs each)" % len(rs[0]["times"]))
+print("# medians in ms (%d runs each); bare interpreters for comparison" % len(rs[0]["times"]))
 for r in rs:
-    print("%-55s %8.2f" % (r["command"].split("/")[-1], r["median"] * 1000))
-plain, js = rs[3]["median"], rs[4]["median"]
+    cmd = r["command"]
+    if " exec " in cmd or " run " in cmd:
+        cmd = "ward " + cmd.split(" ", 1)[1]
+    print("%-55s %8.2f" % (cmd, r["median"] * 1000))
+plain, js = rs[6]["median"], rs[7]["median"]
 print("%-55s %+8.2f" % ("--json over plain ward run", (js - plain) * 1000))
 PY
 if [ "$(id -u)" = 0 ] && [ -x "$BUILD/bench/cgroup-cost" ]; then
