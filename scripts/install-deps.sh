@@ -4,7 +4,7 @@
 set -eu
 pkgs="meson ninja-build pkg-config gcc clang libc6-dev libseccomp-dev libjansson-dev
 libsodium-dev libmicrohttpd-dev python3 python3-numpy python3-pandas python3-matplotlib
-nodejs bubblewrap util-linux procps libclang-rt-14-dev"
+nodejs bubblewrap util-linux procps libclang-rt-14-dev curl hyperfine"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
