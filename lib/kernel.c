@@ -375,8 +375,10 @@ static void kernel_free(struct ward_kernel *k)
 	free(k->line);
 	free(k->pending);
 	free(k->inputs);
-	if (k->aw)
+	if (k->aw) {
 		json_decref(k->aw->found);
+		free((char *)k->aw->want_id);
+	}
 	free(k->aw);
 	free(k);
 }

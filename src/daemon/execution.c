@@ -189,8 +189,10 @@ void exec_cancel(struct execution *ex)
 {
 	if (ex->state == EX_DONE)
 		return;
-	/* the pidfd says when it is over; the loop finishes it */
+	/* the pidfd says when it is over; the loop finishes it (and looks at
+	 * once, in case it was already over) */
 	ward_sandbox_kill(ex->k ? ward_kernel_sandbox(ex->k) : ex->sb, WARD_KILL_CANCEL);
+	ex->wake_ns = ward_now_ns();
 }
 
 struct execution *exec_find(struct srv *s, const char *id)
@@ -226,6 +228,13 @@ static void sync_fds(struct execution *ex)
 			ex->reg[i] = fds[i].fd;
 	}
 	ex->wake_ns = t < 0 ? 0 : ward_now_ns() + (uint64_t)t * 1000000ull;
+	/* Nothing left to watch (the init exited between the step and now):
+	 * the next step, at once, finishes it. */
+	bool any = false;
+	for (int i = 0; i < WARD_KERNEL_NFDS; i++)
+		any = any || ex->reg[i] >= 0;
+	if (!any)
+		ex->wake_ns = ward_now_ns();
 }
 
 static void audit_verdict(struct execution *ex)

@@ -35,8 +35,6 @@ int srv_respond_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
 	char *txt = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	size_t n = txt ? strlen(txt) : 0;
-	if (txt)
-		txt[n] = '\0';
 	char *withnl = txt ? realloc(txt, n + 2) : NULL;
 	if (withnl) {
 		withnl[n] = '\n';
@@ -528,6 +526,9 @@ int srv_http_start(struct srv *s, int unix_fd)
 				s->cfg.listen);
 			return -1;
 		}
+		if (ntohl(sa.sin_addr.s_addr) >> 24 != 127)
+			fprintf(stderr, "ward: serve: warning: --listen %s is not a loopback address; "
+				"the API has no TLS: put a TLS proxy in front\n", s->cfg.listen);
 		struct MHD_Daemon *d = start_one(s, -1, &sa);
 		if (!d || add_daemon(s, d) < 0) {
 			fprintf(stderr, "ward: error: serve: unable to listen on '%s'\n", s->cfg.listen);

@@ -1,14 +1,48 @@
-/* src/daemon/serve-stub.c — `ward serve` in a build without libmicrohttpd
- * (the static release binary): says so instead of serving. */
+/* src/daemon/serve-stub.c — `ward serve` in a static ward.
+ *
+ * libmicrohttpd's static form needs gnutls and p11-kit archives a host
+ * rarely has, so a static ward leaves the daemon to `ward-serve`, a
+ * dynamically linked helper built beside it (src/daemon/main.c). This stub
+ * only finds it — next to this binary (build tree), else in libexecdir —
+ * and execs it with the same arguments and environment.
+ */
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "base/util.h"
 #include "serve.h"
+
+static void try_exec(const char *dir, char **argv)
+{
+	char path[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s/ward-serve", dir) >= sizeof(path))
+		return;
+	if (access(path, X_OK) == 0)
+		execv(path, argv);
+}
 
 int ward_cli_serve(int argc, char **argv)
 {
 	(void)argc;
-	(void)argv;
-	fputs("ward: error: serve: this ward was built without libmicrohttpd "
-	      "(static build); use a dynamically linked ward for 'ward serve'\n", stderr);
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			try_exec(exe, argv);
+		}
+	}
+#ifdef WARD_LIBEXECDIR
+	try_exec(WARD_LIBEXECDIR, argv);
+#endif
+	fputs("ward: error: serve: this ward is static and 'ward-serve' (its dynamically "
+	      "linked daemon) was not found next to it"
+#ifdef WARD_LIBEXECDIR
+	      " or in " WARD_LIBEXECDIR
+#endif
+	      "\n", stderr);
 	return 1;
 }

@@ -180,8 +180,11 @@ static int setup_loop(struct srv *s)
 
 static void begin_stop(struct srv *s)
 {
-	if (s->stopping)
+	if (s->stopping) {
+		/* a second signal: no more grace */
+		s->stop_deadline_ns = ward_now_ns();
 		return;
+	}
 	s->stopping = true;
 	s->stop_deadline_ns = ward_now_ns() + s->cfg.grace_ms * 1000000ull;
 	srv_http_quiesce(s);

@@ -1,0 +1,18 @@
+/* src/daemon/main.c — `ward-serve`: the daemon as its own, dynamically
+ * linked program, which a static `ward serve` execs (serve-stub.c). The
+ * same process setup as src/cli/main.c: fds 0-2 exist, SIGPIPE ignored. */
+#include <fcntl.h>
+#include <signal.h>
+
+#include "base/util.h"
+#include "serve.h"
+
+int main(int argc, char **argv)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
+			_exit(125);
+	struct sigaction sa = { .sa_handler = SIG_IGN };
+	sigaction(SIGPIPE, &sa, NULL);
+	return ward_cli_serve(argc, argv);
+}
