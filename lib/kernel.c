@@ -409,9 +409,11 @@ WARD_EXPORT int ward_kernel_artifacts(struct ward_kernel *k, const char *copy_to
 				      skipped, err);
 }
 
-WARD_EXPORT int ward_kernel_start(const struct ward_policy *policy,
-				  const struct ward_kernel_options *o, struct ward_kernel **out,
-				  struct ward_error *err)
+/* Everything both start forms share: the policy, the runners, the inputs,
+ * and the sandbox running the kernel. `async` adds the state of the
+ * non-blocking interface. */
+static int kernel_launch(const struct ward_policy *policy, const struct ward_kernel_options *o,
+			 bool async, struct ward_kernel **out, struct ward_error *err)
 {
 	*out = NULL;
 	char *const *argv = kernel_argv(o->lang);
@@ -421,29 +423,41 @@ WARD_EXPORT int ward_kernel_start(const struct ward_policy *policy,
 	if (!k)
 		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
 	k->lang = o->lang;
-	int r = remember_inputs(k, o, err);
+	int r = 0;
+	if (async && !(k->aw = calloc(1, sizeof(*k->aw))))
+		r = ward_error_set(err, ENOMEM, "kernel", "out of memory");
+	if (r == 0)
+		r = remember_inputs(k, o, err);
 	if (r == 0)
 		r = find_runners(o->runners_dir, k->runners, sizeof(k->runners), err);
 	if (r == 0)
 		r = prepare_policy(k, policy, o->lint, err);
-	if (r < 0) {
-		kernel_free(k);
-		return r;
+	if (r == 0) {
+		k->bind = (struct ward_bind){ .host = k->runners, .inside = RUNNERS_INSIDE };
+		struct ward_sandbox_options so = {
+			.stdin_pipe = true, .files = o->files, .n_files = o->n_files,
+			.binds = &k->bind, .n_binds = 1,
+		};
+		r = ward_sandbox_start(&k->policy, argv, &so, &k->sb, err);
 	}
-	k->bind = (struct ward_bind){ .host = k->runners, .inside = RUNNERS_INSIDE };
-	struct ward_sandbox_options so = {
-		.stdin_pipe = true, .files = o->files, .n_files = o->n_files,
-		.binds = &k->bind, .n_binds = 1,
-	};
-	r = ward_sandbox_start(&k->policy, argv, &so, &k->sb, err);
 	if (r < 0) {
 		kernel_free(k);
 		return r;
 	}
 	*out = k;
+	return 0;
+}
+
+WARD_EXPORT int ward_kernel_start(const struct ward_policy *policy,
+				  const struct ward_kernel_options *o, struct ward_kernel **out,
+				  struct ward_error *err)
+{
+	int r = kernel_launch(policy, o, false, out, err);
+	if (r < 0)
+		return r;
 	/* Ready when it says so; if it dies first, stop's verdict says why. */
 	struct waiter w = { .want_type = "status" };
-	if (wait_for(k, &w) == 0)
+	if (wait_for(*out, &w) == 0)
 		json_decref(w.found);
 	return 0;
 }
@@ -520,38 +534,7 @@ WARD_EXPORT int ward_kernel_begin(const struct ward_policy *policy,
 				  const struct ward_kernel_options *o, struct ward_kernel **out,
 				  struct ward_error *err)
 {
-	*out = NULL;
-	char *const *argv = kernel_argv(o->lang);
-	if (!argv)
-		return ward_error_set(err, EINVAL, "kernel", "unknown language");
-	struct ward_kernel *k = calloc(1, sizeof(*k));
-	if (!k)
-		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
-	k->lang = o->lang;
-	k->aw = calloc(1, sizeof(*k->aw));
-	int r = k->aw ? 0 : ward_error_set(err, ENOMEM, "kernel", "out of memory");
-	if (r == 0)
-		r = remember_inputs(k, o, err);
-	if (r == 0)
-		r = find_runners(o->runners_dir, k->runners, sizeof(k->runners), err);
-	if (r == 0)
-		r = prepare_policy(k, policy, o->lint, err);
-	if (r < 0) {
-		kernel_free(k);
-		return r;
-	}
-	k->bind = (struct ward_bind){ .host = k->runners, .inside = RUNNERS_INSIDE };
-	struct ward_sandbox_options so = {
-		.stdin_pipe = true, .files = o->files, .n_files = o->n_files,
-		.binds = &k->bind, .n_binds = 1,
-	};
-	r = ward_sandbox_start(&k->policy, argv, &so, &k->sb, err);
-	if (r < 0) {
-		kernel_free(k);
-		return r;
-	}
-	*out = k;
-	return 0;
+	return kernel_launch(policy, o, true, out, err);
 }
 
 static int submit(struct ward_kernel *k, const char *type, json_t *content, const char *want,

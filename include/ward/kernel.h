@@ -85,6 +85,14 @@ int ward_kernel_artifacts(struct ward_kernel *k, const char *copy_to,
  * everything. */
 int ward_kernel_stop(struct ward_kernel *k, struct ward_verdict *v, struct ward_error *err);
 
+/* A kernel's error content ({ename, evalue, traceback, hint}) in the
+ * verdict's field names ({name, value, traceback, hint}); a new reference. */
+json_t *ward_kernel_error_object(json_t *content);
+
+/* The error that stands for a limit (or a cancel) when the kernel could not
+ * answer: its name, and a hint with the limit's value; a new reference. */
+json_t *ward_kernel_limit_error(const struct ward_verdict *v, const struct ward_policy *p);
+
 /* The sandbox under the kernel (for its id and limits). */
 struct ward_sandbox *ward_kernel_sandbox(struct ward_kernel *k);
 

@@ -28,20 +28,8 @@
 #include "doctor-probes.h"
 #include "ward/ward.h"
 #include "base/util.h"
-#ifndef __NR_landlock_create_ruleset
-#define __NR_landlock_create_ruleset 444
-#endif
-#ifndef LANDLOCK_CREATE_RULESET_VERSION
-#define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
-#endif
-#ifndef LANDLOCK_CREATE_RULESET_ERRATA
-#define LANDLOCK_CREATE_RULESET_ERRATA (1U << 1)
-#endif
-#ifndef CLONE_NEWTIME
-#define CLONE_NEWTIME 0x00000080
-#endif
+
 #define UNUSED __attribute__((unused))
-#define DOC_LANDLOCK_FULL_ABI 6
 #define DOC_NOBODY 65534
 #define DOC_CHILD_TIMEOUT 10 /* seconds before a wedged probe child dies */
 

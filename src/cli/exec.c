@@ -179,58 +179,6 @@ static char *load_cell(const struct ward_cli_cell *c, struct ward_error *err)
 	return data;
 }
 
-/* When the kernel could not answer, the verdict says why: say it as an
- * error a model can act on. */
-static json_t *limit_error(const struct ward_verdict *v, const struct ward_policy *p)
-{
-	char hint[256];
-	const char *name = "KernelDied";
-	switch (v->status) {
-	case WARD_STATUS_TIMEOUT:
-		name = "TimeoutError";
-		snprintf(hint, sizeof(hint), "the sandbox's wall-time limit of %llu ms was reached; "
-			 "make the code faster or ask for a longer timeout",
-			 (unsigned long long)p->timeout_ms);
-		break;
-	case WARD_STATUS_CPU_TIMEOUT:
-		name = "CPUTimeError";
-		snprintf(hint, sizeof(hint), "the sandbox's CPU-time limit of %llu ms was reached",
-			 (unsigned long long)p->cpu_time_ms);
-		break;
-	case WARD_STATUS_MEMORY_LIMIT:
-		name = "MemoryError";
-		snprintf(hint, sizeof(hint), "the sandbox's memory limit of %llu MiB was reached and "
-			 "the kernel was killed; use less memory (e.g. process data in chunks)",
-			 (unsigned long long)(p->memory >> 20));
-		break;
-	case WARD_STATUS_PIDS_LIMIT:
-		name = "ProcessLimitError";
-		snprintf(hint, sizeof(hint), "the sandbox's process limit of %llu was reached",
-			 (unsigned long long)p->pids);
-		break;
-	case WARD_STATUS_OUTPUT_LIMIT:
-		name = "OutputLimitError";
-		snprintf(hint, sizeof(hint), "output was truncated at %llu bytes; print less",
-			 (unsigned long long)p->output_limit);
-		break;
-	default:
-		snprintf(hint, sizeof(hint), "the kernel ended (%s)", ward_status_name(v->status));
-	}
-	return json_pack("{s:s, s:s, s:[], s:s}", "name", name, "value", hint, "traceback",
-			 "hint", hint);
-}
-
-/* The kernel's error content, in the verdict's field names. */
-static json_t *error_object(json_t *c)
-{
-	json_t *e = json_pack("{s:O?, s:O?, s:O?}", "name", json_object_get(c, "ename"),
-			      "value", json_object_get(c, "evalue"),
-			      "traceback", json_object_get(c, "traceback"));
-	if (e && json_is_string(json_object_get(c, "hint")))
-		json_object_set(e, "hint", json_object_get(c, "hint"));
-	return e;
-}
-
 struct job {
 	struct ward_cli_run *o;
 	struct ward_policy policy;
@@ -345,9 +293,9 @@ static void print_json(struct job *j, const struct ward_verdict *v)
 	json_object_set(o, "results", j->out.results);
 	json_t *e = NULL;
 	if (j->out.error)
-		e = error_object(j->out.error);
+		e = ward_kernel_error_object(j->out.error);
 	else if (j->died || v->status == WARD_STATUS_OUTPUT_LIMIT)
-		e = limit_error(v, &j->policy); /* a limit, with its value */
+		e = ward_kernel_limit_error(v, &j->policy); /* a limit, with its value */
 	json_object_set_new(o, "error", e ? e : json_null());
 	json_object_set(o, "policy_violation", j->out.violation ? j->out.violation : json_null());
 	json_object_set_new(o, "artifacts", j->artifacts ? json_incref(j->artifacts) : json_array());
@@ -365,7 +313,7 @@ static void print_terminal(struct job *j, const struct ward_verdict *v)
 	if (j->o->quiet)
 		return;
 	if (j->died) {
-		json_t *e = limit_error(v, &j->policy);
+		json_t *e = ward_kernel_limit_error(v, &j->policy);
 		fprintf(stderr, "ward: %s: %s\n", json_string_value(json_object_get(e, "name")),
 			json_string_value(json_object_get(e, "hint")));
 		json_decref(e);

@@ -9,6 +9,7 @@
 
 #include "base/util.h"
 #include "exec-glue.h"
+#include "ward/kernel.h"
 
 void exec_out_init(struct exec_out *o, uint64_t limit)
 {
@@ -34,21 +35,8 @@ void exec_out_release(struct exec_out *o)
 
 static void buf_append(struct ward_buffer *b, const char *s, size_t keep)
 {
-	if (!keep || b->len + keep + 1 > (1u << 30))
-		return;
-	if (b->len + keep + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + keep + 1)
-			cap *= 2;
-		char *nb = realloc(b->data, cap);
-		if (!nb)
-			return;
-		b->data = nb;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, s, keep);
-	b->len += keep;
-	b->data[b->len] = '\0';
+	if (keep && b->len + keep + 1 <= (1u << 30))
+		ward_buffer_append(b, s, keep); /* dropped under memory pressure */
 }
 
 /* Keeps what fits under the cap; returns how much. */
@@ -163,44 +151,6 @@ void exec_out_adjust(struct exec_out *o, struct ward_verdict *v, const struct wa
 	}
 }
 
-/* When the kernel could not answer, the verdict says why. */
-static json_t *limit_error(const struct ward_verdict *v, const struct ward_policy *p)
-{
-	char hint[256];
-	const char *name = "KernelDied";
-	switch (v->status) {
-	case WARD_STATUS_TIMEOUT:
-		name = "TimeoutError";
-		snprintf(hint, sizeof(hint), "the sandbox's wall-time limit of %llu ms was reached; "
-			 "make the code faster or ask for a longer timeout",
-			 (unsigned long long)p->timeout_ms);
-		break;
-	case WARD_STATUS_MEMORY_LIMIT:
-		name = "MemoryError";
-		snprintf(hint, sizeof(hint), "the sandbox's memory limit of %llu MiB was reached and "
-			 "the kernel was killed; use less memory", (unsigned long long)(p->memory >> 20));
-		break;
-	case WARD_STATUS_KILLED:
-		name = "Cancelled";
-		snprintf(hint, sizeof(hint), "the execution was cancelled");
-		break;
-	default:
-		snprintf(hint, sizeof(hint), "the kernel ended (%s)", ward_status_name(v->status));
-	}
-	return json_pack("{s:s, s:s, s:[], s:s}", "name", name, "value", hint, "traceback",
-			 "hint", hint);
-}
-
-static json_t *error_object(json_t *c)
-{
-	json_t *e = json_pack("{s:O?, s:O?, s:O?}", "name", json_object_get(c, "ename"),
-			      "value", json_object_get(c, "evalue"),
-			      "traceback", json_object_get(c, "traceback"));
-	if (e && json_is_string(json_object_get(c, "hint")))
-		json_object_set(e, "hint", json_object_get(c, "hint"));
-	return e;
-}
-
 json_t *exec_out_final(struct exec_out *o, const struct ward_verdict *v,
 		       const struct ward_policy *p, bool died, const char *lang)
 {
@@ -215,7 +165,7 @@ json_t *exec_out_final(struct exec_out *o, const struct ward_verdict *v,
 	json_object_set_new(f, "language", json_string(lang));
 	json_object_set_new(f, "cells", json_pack("[o?]", cell));
 	json_object_set(f, "results", o->results);
-	json_t *e = o->error ? error_object(o->error) : died ? limit_error(v, p) : NULL;
+	json_t *e = o->error ? ward_kernel_error_object(o->error) : died ? ward_kernel_limit_error(v, p) : NULL;
 	json_object_set_new(f, "error", e ? e : json_null());
 	json_object_set(f, "policy_violation", o->violation ? o->violation : json_null());
 	json_object_set_new(f, "artifacts", o->artifacts ? json_incref(o->artifacts) : json_array());
