@@ -98,6 +98,14 @@ int ward_cgroup_attach(struct ward_cgroup *cg, pid_t pid, bool cloned_into,
  * the run: memory_peak falls back to the current usage on v2 kernels
  * without memory.peak (< 5.19). Returns 0, or -errno when the memory
  * cgroup cannot be read at all. */
+/* v1: opens the `tasks` file of every hierarchy the sandbox joins, so the
+ * child can move itself by writing "0" to each. The kernel takes its global
+ * threadgroup lock (and waits for an RCU grace period, ~10-15 ms when idle)
+ * for a migration by pid, but not for a thread moving itself. On success
+ * *n fds (O_CLOEXEC) are in fds; -EOPNOTSUPP on v2 or a fake tree, where
+ * ward_cgroup_attach (or CLONE_INTO_CGROUP) is the way. */
+int ward_cgroup_open_self_attach(const struct ward_cgroup *cg, int *fds, size_t max, size_t *n);
+
 int ward_cgroup_read_stats(const struct ward_cgroup *cg, struct ward_cgroup_stats *st);
 
 /* Kills every process in the cgroup (v2: cgroup.kill; v1: freeze, SIGKILL

@@ -228,6 +228,17 @@ void ward_child_main(struct ward_plan *plan, int sync_fd, int report_in)
 	char go;
 	if (ward_read_full(sync_fd, &go, 1) != 1)
 		_exit(125);
+	/* Join the v1 cgroups by moving itself (see ward_cgroup_open_self_attach):
+	 * before any other step, and long before any code of the sandbox's. */
+	for (size_t i = 0; i < plan->n_cg_tasks; i++) {
+		if (write(plan->cg_tasks[i], "0", 1) != 1) {
+			ward_error_setv(&rep.err, errno, "cgroup", "unable to join the sandbox's cgroup", NULL);
+			rep.kind = WARD_REPORT_SETUP_FAILED;
+			ward_write_all(report_in, &rep, sizeof(rep));
+			_exit(125);
+		}
+		close(plan->cg_tasks[i]);
+	}
 	/* From here on the report channel is fd 3 (a constant: vfork below
 	 * must not depend on a variable it could clobber). */
 	if (adopt_fds(plan, report_in, &sync_fd) != REPORT_FD)

@@ -90,6 +90,8 @@ struct ward_plan {
 	const char *workdir;
 	const char *hostname;
 	int stdio[3];          /* the program's fds 0-2, set by the supervisor */
+	int cg_tasks[6];       /* v1 `tasks` files the init writes "0" to */
+	size_t n_cg_tasks;
 	int cap_last;          /* highest capability number this kernel knows */
 
 	struct ward_rlimit rlimits[WARD_PLAN_MAX_RLIMITS];

@@ -143,6 +143,11 @@ static int start_child(struct ward_sandbox *r, struct ward_error *err)
 		args.flags |= CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)cgfd;
 	}
+	/* v1: the child moves itself, which spares the kernel's global lock */
+	bool self_attach = r->have_cg && cgfd < 0 &&
+			   ward_cgroup_open_self_attach(&r->cg, r->plan.cg_tasks,
+							ARRAY_SIZE(r->plan.cg_tasks),
+							&r->plan.n_cg_tasks) == 0;
 	long pid = syscall(SYS_clone3, &args, sizeof(args));
 	if (pid < 0 && (errno == EINVAL || errno == EPERM) &&
 	    (r->plan.allow_degrade & (1u << WARD_LAYER_TIME))) {
@@ -152,6 +157,9 @@ static int start_child(struct ward_sandbox *r, struct ward_error *err)
 		if (pid >= 0)
 			r->plan.degraded |= 1u << WARD_LAYER_TIME;
 	}
+	if (pid != 0) /* the child has its copies; the parent needs none */
+		for (size_t i = 0; i < r->plan.n_cg_tasks; i++)
+			close(r->plan.cg_tasks[i]);
 	if (pid < 0) {
 		int e = errno;
 		ward_error_set(err, e, "userns", "unable to create the sandbox's namespaces");
@@ -179,7 +187,7 @@ static int start_child(struct ward_sandbox *r, struct ward_error *err)
 	r->sync[0] = r->report[1] = r->out[1] = r->err[1] = r->in[0] = -1;
 
 	int rc = ward_userns_write_maps(&r->plan, r->pid, err);
-	if (rc == 0 && r->have_cg)
+	if (rc == 0 && r->have_cg && !self_attach)
 		rc = ward_cgroup_attach(&r->cg, r->pid, cgfd >= 0, err);
 	/* The write end stays open until the run ends: the init watches it to
 	 * learn whether its supervisor is still alive. */

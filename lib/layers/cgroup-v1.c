@@ -62,7 +62,8 @@ static int make_leaves(struct ward_cgroup *cg, const struct ward_cgroup_limits *
 	int r;
 	if ((r = leaf(cg, "memory", cg->memory, sizeof(cg->memory), true, err)) < 0 ||
 	    (r = leaf(cg, "pids", cg->pids, sizeof(cg->pids), true, err)) < 0 ||
-	    (r = leaf(cg, "cpu", cg->cpu, sizeof(cg->cpu), lim->cpus_milli != 0, err)) < 0)
+	    ((!lim->lean || lim->cpus_milli) &&
+	     (r = leaf(cg, "cpu", cg->cpu, sizeof(cg->cpu), lim->cpus_milli != 0, err)) < 0))
 		return r;
 	if (lim->lean)
 		return 0;

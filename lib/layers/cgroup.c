@@ -444,6 +444,33 @@ int ward_cgroup_attach(struct ward_cgroup *cg, pid_t pid, bool cloned_into,
 	return 0;
 }
 
+int ward_cgroup_open_self_attach(const struct ward_cgroup *cg, int *fds, size_t max, size_t *n)
+{
+	const char *dirs[] = {
+		cg->memory, cg->pids, cg->cpu,
+		strcmp(cg->cpuacct, cg->cpu) ? cg->cpuacct : "", cg->freezer,
+	};
+	*n = 0;
+	if (cg->version != WARD_CGROUP_V1 || cg->fake)
+		return -EOPNOTSUPP;
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		char path[PATH_MAX];
+		if (!dirs[i][0])
+			continue;
+		int fd = -1;
+		if (*n < max && ward_cg_join(path, sizeof(path), dirs[i], "tasks") == 0)
+			fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0) {
+			int e = *n >= max ? E2BIG : errno;
+			while (*n)
+				close(fds[--*n]);
+			return -e;
+		}
+		fds[(*n)++] = fd;
+	}
+	return 0;
+}
+
 int ward_cgroup_read_stats(const struct ward_cgroup *cg, struct ward_cgroup_stats *st)
 {
 	memset(st, 0, sizeof(*st));
