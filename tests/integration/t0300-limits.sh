@@ -89,6 +89,16 @@ test_expect_success CGROUP '--cpus caps the CPU quota' '
 	cpu=$(( $(field usage.cpu_user_ms) + $(field usage.cpu_sys_ms) ))
 	expect_eq "$(field status)" timeout && [ $cpu -lt 900 ] || { echo "cpu $cpu ms in 2 s"; false; }
 '
+test_expect_success NONROOT 'cgroup.required turns the missing cgroup into a setup failure naming it' '
+	echo "{\"cgroup\": {\"required\": true}}" > req.json &&
+	"$WARD" run --json --policy req.json -- true > v.json; rc=$?
+	expect_eq $rc 125 && expect_eq "$(field status)" setup_failed && expect_eq "$(field error.layer)" cgroup
+'
+test_expect_success CGROUP 'cgroup.required is satisfied where a cgroup can be made' '
+	echo "{\"cgroup\": {\"required\": true}}" > req.json &&
+	"$WARD" run --json --policy req.json -- true > v.json &&
+	expect_eq "$(field status)" ok && expect_contains "$(field layers)" cgroup
+'
 test_expect_success 'open files are capped (RLIMIT_NOFILE)' '
 	out=$("$WARD" run -q -- sh -c "ulimit -n") && expect_eq "$out" 1024
 '
