@@ -67,6 +67,8 @@ suite() {
 		      env PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp CI="${CI:-}")
 	fi
 	local envs=(WARD="$build/src/ward" WARD_PROBE="$BUILD/tests/ward-probe" WARD_BUILD="$build")
+	# the full load and residue counts run once, in the root release pass
+	[ "$tag" = root ] || envs+=(WARD_LOAD_N=300 WARD_RESIDUE_RUNS=100)
 	case $kind in
 	unit)
 		for t in "$build"/tests/t-*; do

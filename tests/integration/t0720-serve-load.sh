@@ -1,0 +1,54 @@
+#!/bin/bash
+# The daemon under load: many one-shot executions from concurrent clients,
+# a share of them hostile. Every benign one succeeds, and afterwards no
+# sandbox process, cgroup or daemon fd is left.
+. "$(dirname "$0")/../lib.sh"
+
+N=${WARD_LOAD_N:-2000}
+help=$("$WARD" serve --help 2>&1)
+case $help in
+*"usage: ward serve"*) ;;
+*) test_set_prereq_missing SERVE "this ward has no 'serve' (${help%%$'\n'*})" ;;
+esac
+
+D=$TEST_TMP/srv
+SOCK=$D/ward.sock
+mkdir -p "$D"
+start() {
+	"$WARD" keys add --keys-file "$D/keys" --tenant load --scopes execute --json |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["key"])' > "$D/key" &&
+	{ "$WARD" serve --socket "$SOCK" --keys-file "$D/keys" --max-executions 32 \
+		--max-per-tenant 32 --audit-log "$D/audit.log" --audit-sync=false > "$D/serve.log" 2>&1 &
+	  echo $! > "$D/pid"; } &&
+	for _ in $(seq 100); do
+		[ -S "$SOCK" ] && python3 -c "
+import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])" "$SOCK" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+pid() { cat "$D/pid"; }
+trap '[ -f "$D/pid" ] && kill "$(pid)" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
+
+test_expect_success SERVE 'the daemon starts' 'start'
+test_expect_success SERVE "$N executions from 16 clients, 5% hostile: every benign one succeeds" '
+	fds0=$(ls /proc/$(pid)/fd | wc -l)
+	python3 "$SRCDIR/tests/integration/api-load.py" "$SOCK" "$(cat "$D/key")" "$N" 16 5 > load.json &&
+	cat load.json && cp load.json "$D/" &&
+	expect_eq "$(ward_json answered < load.json)" "$N" &&
+	expect_eq "$(ward_json benign_failed < load.json)" 0 &&
+	sleep 1 && expect_eq "$(ls /proc/$(pid)/fd | wc -l)" "$fds0"
+'
+test_expect_success SERVE 'afterwards: no sandbox process and no cgroup of the daemon is left' '
+	n=0; for c in /proc/[0-9]*; do
+		p=${c#/proc/}; [ "$(cat $c/status 2>/dev/null | sed -n "s/^PPid:\t//p")" = "$(pid)" ] && n=$((n + 1))
+	done
+	expect_eq "$n" 0 && expect_eq "$(ls -d /sys/fs/cgroup/*/ward/ward-$(pid)-* 2>/dev/null | wc -l)" 0
+'
+test_expect_success SERVE 'the daemon memory stayed bounded (RSS under 64 MiB)' '
+	rss=$(sed -n "s/^VmRSS:\t *\([0-9]*\) kB/\1/p" /proc/$(pid)/status) && [ "$rss" -lt 65536 ]
+'
+test_expect_success SERVE 'the audit log verifies after the load' '
+	kill "$(pid)" && sleep 1 && "$WARD" audit verify "$D/audit.log" > /dev/null
+'
+test_done
