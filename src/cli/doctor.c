@@ -31,21 +31,12 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 
+#include "compat/landlock.h"
 #include "doctor.h"
 #include "doctor-probes.h"
 #include "ward/ward.h"
 #include "base/util.h"
 
-/* Debian's uapi headers predate most of landlock; these numbers are ABI. */
-#ifndef __NR_landlock_create_ruleset
-#define __NR_landlock_create_ruleset 444
-#endif
-#ifndef LANDLOCK_CREATE_RULESET_VERSION
-#define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
-#endif
-#ifndef LANDLOCK_CREATE_RULESET_ERRATA
-#define LANDLOCK_CREATE_RULESET_ERRATA (1U << 1)
-#endif
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
 #endif

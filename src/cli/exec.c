@@ -16,6 +16,7 @@
 #include "base/util.h"
 #include "exec.h"
 #include "options.h"
+#include "status.h"
 #include "ward/kernel.h"
 
 enum { EXIT_USAGE = 2, EXIT_LINT = 3, EXIT_SETUP = 125 };
@@ -336,14 +337,6 @@ static void print_terminal(struct job *j, const struct ward_verdict *v)
 	}
 }
 
-static int exit_status(const struct ward_verdict *v)
-{
-	if (v->status == WARD_STATUS_SETUP_FAILED)
-		return EXIT_SETUP;
-	if (v->signal)
-		return 128 + v->signal;
-	return v->exit_code;
-}
 
 static const char exec_usage[] =
 	"usage: ward exec --lang python|node|bash [OPTIONS] [-c CODE]... [-f FILE]... [-]\n"
@@ -503,7 +496,7 @@ int ward_cli_code(int mode, int argc, char **argv)
 		print_json(&j, &v);
 	else
 		print_terminal(&j, &v);
-	status = exit_status(&v);
+	status = ward_cli_exit_status(&v);
 	ward_verdict_release(&v);
 out:
 	release_job(&j);

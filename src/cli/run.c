@@ -12,6 +12,7 @@
 #include "config.h"
 #include "cancel.h"
 #include "options.h"
+#include "status.h"
 #include "run.h"
 #include "ward/ward.h"
 
@@ -23,14 +24,6 @@ static void print_error(const struct ward_error *err)
 	fprintf(stderr, "ward: error: %s\n", ward_error_format(err, buf, sizeof(buf)));
 }
 
-static int exit_status(const struct ward_verdict *v)
-{
-	if (v->status == WARD_STATUS_SETUP_FAILED)
-		return EXIT_SETUP;
-	if (v->signal)
-		return 128 + v->signal;
-	return v->exit_code;
-}
 
 static void print_summary(const struct ward_cli_run *o, const struct ward_verdict *v)
 {
@@ -113,7 +106,7 @@ int ward_cli_run(int argc, char **argv)
 	} else {
 		print_summary(o, &v);
 	}
-	status = exit_status(&v);
+	status = ward_cli_exit_status(&v);
 	ward_verdict_release(&v);
 out:
 	ward_policy_release(&policy);
