@@ -209,24 +209,33 @@ static void dispatch(struct ward_kernel *k, struct waiter *w, const char *line, 
 	json_decref(m);
 }
 
-/* Reads what the kernel wrote on stdout; complete lines are dispatched. A
- * line over the cap is dropped whole (and reported once as stderr). */
-static void read_stdout(struct ward_kernel *k, struct waiter *w)
+/* One read from the kernel's stdout or stderr. Both count towards the
+ * channel's cap: past it the sandbox is killed (status output_limit).
+ * Returns the bytes read, or 0 when there is nothing (more) to handle. */
+static ssize_t read_chunk(struct ward_kernel *k, int fd, char *buf, size_t len, bool *eof)
 {
-	char buf[READ_CHUNK];
-	ssize_t n = read(ward_sandbox_stdout(k->sb), buf, sizeof(buf));
+	ssize_t n = read(fd, buf, len);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
+		return 0;
 	if (n <= 0) {
-		k->out_eof = true;
-		return;
+		*eof = true;
+		return 0;
 	}
 	k->proto_total += (uint64_t)n;
 	if (k->proto_total > k->proto_max) {
 		ward_sandbox_kill(k->sb, WARD_KILL_OUTPUT);
 		k->dead = true;
-		return;
+		return 0;
 	}
+	return n;
+}
+
+/* Reads what the kernel wrote on stdout; complete lines are dispatched. A
+ * line over the cap is dropped whole (and reported once as stderr). */
+static void read_stdout(struct ward_kernel *k, struct waiter *w)
+{
+	char buf[READ_CHUNK];
+	ssize_t n = read_chunk(k, ward_sandbox_stdout(k->sb), buf, sizeof(buf), &k->out_eof);
 	for (ssize_t i = 0; i < n; i++) {
 		if (buf[i] == '\n') {
 			if (!k->line_overflow)
@@ -262,15 +271,9 @@ static void read_stdout(struct ward_kernel *k, struct waiter *w)
 static void read_stderr(struct ward_kernel *k, struct waiter *w)
 {
 	char buf[READ_CHUNK];
-	ssize_t n = read(ward_sandbox_stderr(k->sb), buf, sizeof(buf));
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0) {
-		k->err_eof = true;
-		return;
-	}
-	k->proto_total += (uint64_t)n;
-	emit_stream("stderr", buf, (size_t)n, w->cb, w->ctx);
+	ssize_t n = read_chunk(k, ward_sandbox_stderr(k->sb), buf, sizeof(buf), &k->err_eof);
+	if (n > 0)
+		emit_stream("stderr", buf, (size_t)n, w->cb, w->ctx);
 }
 
 static void write_pending(struct ward_kernel *k)
