@@ -329,7 +329,7 @@ static int wait_for(struct ward_kernel *k, struct waiter *w)
 	return w->found ? 0 : -ECHILD;
 }
 
-/* Queues one request line. */
+/* Queues one request line after any not yet written. */
 static int send_request(struct ward_kernel *k, const char *type, json_t *content, char *id,
 			size_t idlen, struct ward_error *err)
 {
@@ -339,25 +339,32 @@ static int send_request(struct ward_kernel *k, const char *type, json_t *content
 	json_decref(req);
 	if (!s)
 		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
-	size_t n = strlen(s);
-	char *buf = malloc(n + 1);
+	size_t n = strlen(s), left = k->pending_len - k->pending_off;
+	char *buf = malloc(left + n + 1);
 	if (!buf) {
 		free(s);
 		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
 	}
-	memcpy(buf, s, n);
-	buf[n] = '\n';
+	if (left)
+		memcpy(buf, k->pending + k->pending_off, left);
+	memcpy(buf + left, s, n);
+	buf[left + n] = '\n';
 	free(s);
 	free(k->pending);
 	k->pending = buf;
-	k->pending_len = n + 1;
+	k->pending_len = left + n + 1;
 	k->pending_off = 0;
 	write_pending(k);
 	return 0;
 }
 
-static char *const *kernel_argv(enum ward_lang lang)
+static char *const *kernel_argv(const struct ward_kernel_options *o)
 {
+	static char *const agent[] = { "/usr/bin/python3", "-I", "-u",
+				       RUNNERS_INSIDE "/session/agent.py", NULL };
+	if (o->session)
+		return agent;
+	enum ward_lang lang = o->lang;
 	static char *const python[] = { "/usr/bin/python3", "-I", "-u",
 					RUNNERS_INSIDE "/python/kernel.py", NULL };
 	/* node cannot dup fds itself: a shell wrapper gives it a protocol fd */
@@ -419,7 +426,7 @@ static int kernel_launch(const struct ward_policy *policy, const struct ward_ker
 			 bool async, struct ward_kernel **out, struct ward_error *err)
 {
 	*out = NULL;
-	char *const *argv = kernel_argv(o->lang);
+	char *const *argv = kernel_argv(o);
 	if (!argv)
 		return ward_error_set(err, EINVAL, "kernel", "unknown language");
 	struct ward_kernel *k = calloc(1, sizeof(*k));
@@ -653,4 +660,20 @@ WARD_EXPORT int ward_kernel_finish(struct ward_kernel *k, struct ward_verdict *v
 	int r = ward_sandbox_finish(k->sb, v, err);
 	kernel_free(k);
 	return r;
+}
+
+WARD_EXPORT void ward_kernel_listen(struct ward_kernel *k, ward_kernel_cb cb, void *ctx)
+{
+	if (k->aw && !k->aw->want_type) {
+		k->aw->cb = cb;
+		k->aw->ctx = ctx;
+	}
+}
+
+WARD_EXPORT int ward_kernel_send(struct ward_kernel *k, const char *type, json_t *content,
+				 char id[WARD_KERNEL_ID_SIZE], struct ward_error *err)
+{
+	if (k->dead)
+		return -ECHILD;
+	return send_request(k, type, content, id, WARD_KERNEL_ID_SIZE, err);
 }

@@ -392,6 +392,25 @@ WARD_EXPORT void ward_sandbox_kill(struct ward_sandbox *sb, enum ward_kill_reaso
 	syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
 }
 
+WARD_EXPORT pid_t ward_sandbox_pid(const struct ward_sandbox *sb)
+{
+	return sb->pid;
+}
+
+WARD_EXPORT int ward_sandbox_stats(const struct ward_sandbox *sb, struct ward_sandbox_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	struct ward_cgroup_stats cs;
+	if (!sb->have_cg || ward_cgroup_read_stats(&sb->cg, &cs) < 0)
+		return 0;
+	*st = (struct ward_sandbox_stats){
+		.cgroup = true, .memory_peak = cs.memory_peak, .oom_kills = cs.oom_kills,
+		.pids_max_events = cs.pids_max_events,
+		.cpu_ms = (cs.cpu_user_us + cs.cpu_sys_us) / 1000,
+	};
+	return 0;
+}
+
 /* With a CPU-time limit and a cgroup, the sandbox's total CPU time is
  * checked every CPU_POLL_MS: RLIMIT_CPU alone counts per process. */
 enum { CPU_POLL_MS = 50 };

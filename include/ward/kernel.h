@@ -42,6 +42,11 @@ struct ward_kernel_options {
 	size_t n_files;
 	const char *runners_dir;         /* host directory; NULL: found next to ward */
 	json_t *lint;                    /* {"deny_imports": [...], "deny_calls": [...]} or NULL */
+	/* Run the session agent (runners/session/agent.py) instead of one
+	 * kernel: it starts a kernel per named context and runs commands
+	 * (runners/PROTOCOL.md, "Sessions"). lang is then unused. Only with
+	 * ward_kernel_begin; drive it with ward_kernel_listen/send. */
+	bool session;
 };
 
 /* Called for each message as it arrives (borrowed; valid during the call). */
@@ -137,6 +142,19 @@ int ward_kernel_step(struct ward_kernel *k, json_t **reply);
 /* Kills the sandbox if it still runs, waits for its end, fills the verdict
  * as ward_kernel_stop does, and frees everything. */
 int ward_kernel_finish(struct ward_kernel *k, struct ward_verdict *v, struct ward_error *err);
+
+enum { WARD_KERNEL_ID_SIZE = 32 };
+
+/* The listening form (sessions), on a kernel from ward_kernel_begin with
+ * no request awaited: every message goes to cb, replies included, and the
+ * caller matches them to its requests by parent_id. */
+void ward_kernel_listen(struct ward_kernel *k, ward_kernel_cb cb, void *ctx);
+
+/* Queues a request (after any not yet written) without awaiting anything;
+ * its id, echoed as the answers' parent_id, goes to id. 0, -ECHILD when
+ * the sandbox has ended, or -errno with err set. */
+int ward_kernel_send(struct ward_kernel *k, const char *type, json_t *content,
+		     char id[WARD_KERNEL_ID_SIZE], struct ward_error *err);
 
 #ifdef __cplusplus
 }

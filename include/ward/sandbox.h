@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "ward/error.h"
 #include "ward/policy.h"
@@ -62,6 +63,8 @@ const char *ward_sandbox_id(const struct ward_sandbox *sb);
 int ward_sandbox_stdin(const struct ward_sandbox *sb);
 int ward_sandbox_stdout(const struct ward_sandbox *sb);
 int ward_sandbox_stderr(const struct ward_sandbox *sb);
+/* The init's pid (in the caller's pid namespace). */
+pid_t ward_sandbox_pid(const struct ward_sandbox *sb);
 /* Readable when the sandbox's init has exited. */
 int ward_sandbox_pidfd(const struct ward_sandbox *sb);
 void ward_sandbox_close_stdin(struct ward_sandbox *sb);
@@ -78,6 +81,17 @@ bool ward_sandbox_exited(struct ward_sandbox *sb);
  * /proc/<init>/root), for reading files out with openat2(RESOLVE_IN_ROOT).
  * The caller closes it. -1 with errno set when the sandbox is gone. */
 int ward_sandbox_open_root(const struct ward_sandbox *sb);
+
+/* The sandbox's cgroup counters while it runs (sessions read them around
+ * each call to tell an OOM or a refused fork from a crash). */
+struct ward_sandbox_stats {
+	bool cgroup;               /* false: no cgroup (rootless); all zero */
+	uint64_t memory_peak;      /* bytes */
+	uint64_t oom_kills;
+	uint64_t pids_max_events;  /* forks refused by the pids limit */
+	uint64_t cpu_ms;           /* user + system */
+};
+int ward_sandbox_stats(const struct ward_sandbox *sb, struct ward_sandbox_stats *st);
 
 /* Waits for the sandbox to end (enforcing its limits meanwhile), fills the
  * verdict — the caller sets v->out, v->err, the *_truncated flags and

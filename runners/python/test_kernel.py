@@ -366,6 +366,20 @@ class TestCells(KernelTest):
         msgs = self.k.execute("open('helper.py', 'w').write('VALUE = 5\\n')\nimport helper\nhelper.VALUE")
         self.assertEqual(result(msgs), "5")
 
+    def test_user_site_added_after_start(self):
+        """`pip install --user` in a session lands in ~/.local after the kernel
+        started (and -I leaves the user site off sys.path): the next cell sees it."""
+        self.assertEqual(reply(self.k.execute("import sys\nx = 1"))["status"], "ok")
+        version = subprocess.run([PYTHON, "-I", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                 capture_output=True, text=True).stdout.strip()
+        pkg = os.path.join(self.k.dir, ".local", "lib", "python" + version, "site-packages", "wardtestpkg")
+        os.makedirs(pkg)
+        with open(os.path.join(pkg, "__init__.py"), "w") as f:
+            f.write("VALUE = 42\n")
+        msgs = self.k.execute("import wardtestpkg; print(wardtestpkg.VALUE)")
+        self.assertEqual(streams(msgs), [("stdout", "42\n")])
+        self.assertEqual(result(self.k.execute("sys.path.count(%r)" % os.path.dirname(pkg))), "1")
+
     def test_files_flushed_at_shutdown(self):
         self.k.execute("import threading, time\nf = open('out.txt', 'w')\nf.write('data')\n"
                        "threading.Thread(target=time.sleep, args=(60,)).start()")

@@ -37,6 +37,13 @@ static const struct setting settings[] = {
 	S("max-per-tenant", K_UINT, max_per_tenant, "running at once per tenant (default 16)"),
 	S("policy", K_STR, policy_file, "default policy file (JSON)"),
 	S("runners", K_STR, runners, "language runners directory"),
+	S("state-dir", K_STR, state_dir, "what a restart needs (default: state/ beside the socket)"),
+	S("session-ttl", K_DUR, session_ttl_ms, "idle TTL of a session (default 10m)"),
+	S("max-session-ttl", K_DUR, max_session_ttl_ms, "the longest TTL a session may ask (default 24h)"),
+	S("max-sessions", K_UINT, max_sessions, "live sessions, all tenants (default 64)"),
+	S("max-sessions-per-tenant", K_UINT, max_sessions_per_tenant, "live sessions per tenant (default 8)"),
+	S("tenant-memory", K_SIZE, tenant_memory, "memory limits of a tenant's live sandboxes, summed (default 16G; 0: none)"),
+	S("max-file", K_SIZE, max_file, "one file through the files API (default 64M)"),
 };
 #undef S
 
@@ -49,6 +56,12 @@ void srv_config_defaults(struct srv_config *c)
 	c->grace_ms = 10000;
 	c->max_executions = 64;
 	c->max_per_tenant = 16;
+	c->session_ttl_ms = 10 * 60 * 1000;
+	c->max_session_ttl_ms = 24 * 3600 * 1000;
+	c->max_sessions = 64;
+	c->max_sessions_per_tenant = 8;
+	c->tenant_memory = 16ull << 30;
+	c->max_file = 64u << 20;
 }
 
 void srv_config_release(struct srv_config *c)
@@ -57,6 +70,7 @@ void srv_config_release(struct srv_config *c)
 		if (settings[i].kind == K_STR)
 			free(*(char **)((char *)c + settings[i].off));
 	json_decref(c->policy);
+	json_decref(c->tenants);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -140,6 +154,46 @@ static int set_json(struct srv_config *c, const struct setting *st, json_t *v, c
 	return -1;
 }
 
+/* "tenants": {"acme": {"max_per_tenant": 4, "max_sessions_per_tenant": 2,
+ * "tenant_memory": "4G"}}: sizes become bytes here. */
+static int check_tenants(json_t *t, const char *file)
+{
+	static const char *const known[] = { "max_per_tenant", "max_sessions_per_tenant",
+					     "tenant_memory" };
+	const char *name, *key;
+	json_t *o, *v;
+	if (!json_is_object(t)) {
+		fprintf(stderr, "ward: error: %s: tenants: expected an object of tenant names\n", file);
+		return -1;
+	}
+	json_object_foreach(t, name, o) {
+		if (!json_is_object(o)) {
+			fprintf(stderr, "ward: error: %s: tenants.%s: expected an object\n", file, name);
+			return -1;
+		}
+		json_object_foreach(o, key, v) {
+			size_t i = 0;
+			while (i < ARRAY_SIZE(known) && strcmp(key, known[i]) != 0)
+				i++;
+			uint64_t n = 0;
+			bool ok = i < ARRAY_SIZE(known);
+			if (ok && i == 2 && json_is_string(v))
+				ok = ward_parse_size(json_string_value(v), &n) == 0;
+			else if (ok)
+				ok = json_is_integer(v) && json_integer_value(v) >= 0 &&
+				     (n = (uint64_t)json_integer_value(v), true);
+			if (!ok) {
+				fprintf(stderr, "ward: error: %s: tenants.%s.%s: %s\n", file, name, key,
+					i < ARRAY_SIZE(known) ? "expected a non-negative integer (or a size like \"4G\")"
+							      : "unknown key");
+				return -1;
+			}
+			json_object_set_new(o, key, json_integer((json_int_t)n));
+		}
+	}
+	return 0;
+}
+
 static int load_file(struct srv_config *c, const char *path)
 {
 	json_error_t je;
@@ -161,6 +215,13 @@ static int load_file(struct srv_config *c, const char *path)
 		if (strcmp(key, "policy") == 0 && json_is_object(v)) {
 			json_decref(c->policy);
 			c->policy = json_incref(v);
+			continue;
+		}
+		if (strcmp(key, "tenants") == 0) {
+			if ((r = check_tenants(v, path)) == 0) {
+				json_decref(c->tenants);
+				c->tenants = json_incref(v);
+			}
 			continue;
 		}
 		char name[64];

@@ -41,6 +41,15 @@ struct srv_config {
 	char *policy_file;       /* the default policy (JSON) */
 	json_t *policy;          /* the config file's "policy" object */
 	char *runners;           /* runners directory, NULL: found next to ward */
+	/* sessions */
+	char *state_dir;         /* what must survive a crash of the daemon */
+	uint64_t session_ttl_ms; /* idle TTL when a session gives none */
+	uint64_t max_session_ttl_ms;
+	uint64_t max_sessions;   /* all tenants */
+	uint64_t max_sessions_per_tenant;
+	uint64_t tenant_memory;  /* bytes: memory limits of a tenant's live sandboxes */
+	uint64_t max_file;       /* bytes of one file moved through the files API */
+	json_t *tenants;         /* per-tenant overrides: {"t": {"max_per_tenant": n, ...}} */
 };
 
 enum { SRV_MAX_TENANTS = 256, SRV_N_BUCKETS = 11, SRV_N_STATUS = 12 };
@@ -50,6 +59,8 @@ struct srv_tenant_count {
 	uint64_t executions;
 	uint64_t denials;
 	unsigned running;
+	unsigned sessions;
+	uint64_t memory;   /* reserved: memory limits of its live sandboxes */
 };
 
 struct srv_metrics {
@@ -65,6 +76,7 @@ struct srv_metrics {
 };
 
 struct execution;
+struct session;
 
 struct srv {
 	struct srv_config cfg;
@@ -81,7 +93,9 @@ struct srv {
 	off_t keys_size;
 	struct ward_audit *audit;
 	struct execution *execs;          /* running or finishing */
-	unsigned running;
+	unsigned running;                 /* one-shot sandboxes */
+	struct session *sessions;         /* live ones and tombstones */
+	unsigned n_sessions;              /* live ones */
 	bool stopping;
 	uint64_t stop_deadline_ns;
 	bool killed_all;
@@ -132,6 +146,12 @@ void exec_request_release(struct exec_request *r);
 int exec_request_parse(struct srv *s, const char *body, size_t len, struct exec_request *r,
 		       unsigned *status, json_t **error);
 
+/* The policy overrides of a request (pol may be NULL) onto a copy of the
+ * default policy: checked, never above the daemon's limits. */
+int srv_parse_policy(struct srv *s, struct ward_policy *p, json_t *pol, unsigned *status,
+		     json_t **error);
+json_t *srv_error_body(const char *code, const char *field, const char *msg);
+
 /* Starts an execution (takes over r's contents). 0 or -errno with err. */
 int exec_start(struct srv *s, struct exec_request *r, const struct ward_key_info *key,
 	       struct execution **out, struct ward_error *err);
@@ -158,6 +178,74 @@ void exec_unref(struct execution *ex);
 void exec_client_gone(struct execution *ex);
 void exec_kill_all(struct srv *s);
 
+/* Session-backed executions (session.c drives them). */
+enum exec_kind { EXK_ONESHOT, EXK_EXECUTE, EXK_COMMAND };
+struct execution *exec_new_in_session(struct srv *s, struct session *sess,
+				      const struct ward_key_info *key, enum exec_kind kind,
+				      const char *lang, const char *context,
+				      const struct ward_policy *p, bool stream);
+/* One message of the execution's request. */
+void exec_session_message(struct execution *ex, json_t *m);
+/* The reply arrived (reply set), or the session's sandbox ended (dead set:
+ * its verdict). before/after: the sandbox's counters around the call. */
+void exec_session_end(struct execution *ex, json_t *reply, const struct ward_verdict *dead,
+		      const struct ward_sandbox_stats *before,
+		      const struct ward_sandbox_stats *after);
+const char *exec_session_request(const struct execution *ex);
+void exec_set_session_request(struct execution *ex, const char *id);
+uint64_t exec_started_ns(const struct execution *ex);
+
+/* session.c */
+struct sess_quota {
+	uint64_t max_per_tenant, max_sessions_per_tenant, tenant_memory;
+};
+void srv_tenant_quota(struct srv *s, const char *tenant, struct sess_quota *q);
+/* An answer that comes later (from a session's agent): the request's
+ * connection is suspended until it is filled. */
+struct deferred {
+	struct deferred *next;      /* in its session's list */
+	int refs;
+	bool done;
+	unsigned status;
+	json_t *body;
+	struct MHD_Connection *c;   /* NULL once the client is gone */
+	char req_id[WARD_KERNEL_ID_SIZE];
+	char command_id[32];
+	int kind;
+	uint64_t deadline_ns;
+};
+struct deferred *deferred_new(struct MHD_Connection *c);
+/* Fills it (takes body) and wakes the client. */
+void deferred_answer(struct deferred *d, unsigned status, json_t *body);
+void deferred_unref(struct deferred *d);
+
+struct route_out {
+	struct execution *ex;       /* a call: wait for it, or stream it */
+	bool stream;
+	struct deferred *d;         /* an answer to wait for */
+};
+/* Routes /v1/sessions...; body may be NULL (GET, DELETE). Answers c now,
+ * or fills out. */
+int session_route(struct srv *s, struct MHD_Connection *c, const struct ward_key_info *key,
+		  const char *method, const char *url, const char *body, size_t len,
+		  struct route_out *out);
+void session_dispatch(struct srv *s, struct session *se);
+int session_timeout(struct srv *s);
+void session_tick(struct srv *s);
+void session_interrupt(struct session *se, const char *reason);
+void session_destroy_all(struct srv *s, const char *reason);
+void session_release_all(struct srv *s);
+/* Start: sandboxes a killed daemon left behind are removed, their
+ * sessions marked lost. 0 or -1 (printed). */
+int session_recover(struct srv *s);
+/* files.c: the files API on a live session's sandbox. */
+int files_route(struct srv *s, struct MHD_Connection *c, struct session *se,
+		const char *method, const char *path, const char *body, size_t len);
+struct ward_sandbox *session_sandbox(struct session *se);
+const struct ward_key_info *session_owner(const struct session *se);
+const char *session_id(const struct session *se);
+void session_touch(struct session *se);
+
 /* metrics.c */
 void metrics_verdict(struct srv *s, const char *tenant, enum ward_status st, uint64_t wall_ms);
 void metrics_denial(struct srv *s, const char *tenant);
@@ -168,7 +256,7 @@ char *metrics_render(struct srv *s, size_t *len);
 void srv_audit(struct srv *s, const char *event, json_t *fields);
 
 /* loop.c: watches in the main epoll */
-enum watch_kind { WATCH_MHD, WATCH_SIGNAL, WATCH_EXEC, WATCH_CLIENT };
+enum watch_kind { WATCH_MHD, WATCH_SIGNAL, WATCH_EXEC, WATCH_CLIENT, WATCH_SESSION };
 struct watch {
 	enum watch_kind kind;
 	void *ptr;

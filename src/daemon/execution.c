@@ -26,6 +26,11 @@ struct execution {
 	struct srv *s;
 	int refs;
 	char id[40];
+	enum exec_kind kind;
+	struct session *sess;    /* a call in a session: no sandbox of its own */
+	char req_id[WARD_KERNEL_ID_SIZE];
+	char lang[16], context[72];
+	uint64_t mem;            /* reserved against the tenant's memory quota */
 	struct ward_key_info key;
 	struct exec_request req;
 	struct ward_kernel *k;
@@ -189,6 +194,11 @@ void exec_cancel(struct execution *ex)
 {
 	if (ex->state == EX_DONE)
 		return;
+	if (ex->sess) {
+		/* the session stays: only its call is interrupted */
+		session_interrupt(ex->sess, "cancel");
+		return;
+	}
 	/* the pidfd says when it is over; the loop finishes it (and looks at
 	 * once, in case it was already over) */
 	ward_sandbox_kill(ex->k ? ward_kernel_sandbox(ex->k) : ex->sb, WARD_KILL_CANCEL);
@@ -253,8 +263,12 @@ static void audit_verdict(struct execution *ex)
 	bool full = ex->s->audit && ward_audit_full_text(ex->s->audit);
 	ward_audit_text(f, "stdout", ex->v.out.data, ex->v.out.len, full);
 	ward_audit_text(f, "stderr", ex->v.err.data, ex->v.err.len, full);
+	if (ex->sess)
+		json_object_set_new(f, "session_id", json_string(session_id(ex->sess)));
 	srv_audit(ex->s, "execution.verdict", f);
 	json_decref(f);
+	if (ex->sess)
+		return;
 	f = json_pack("{s:s, s:s}", "sandbox_id", ex->v.sandbox_id, "execution_id", ex->id);
 	srv_audit(ex->s, "sandbox.destroy", f);
 	json_decref(f);
@@ -268,30 +282,19 @@ static void unlink_exec(struct execution *ex)
 			*p = ex->next;
 			break;
 		}
+	if (ex->sess)
+		return;
 	s->running--;
 	struct srv_tenant_count *t = metrics_tenant(s, ex->key.tenant);
 	if (t && t->running)
 		t->running--;
+	if (t)
+		t->memory -= ex->mem < t->memory ? ex->mem : t->memory;
 }
 
-/* The end: the verdict, the final JSON, the last event, the accounting. */
-static void finish(struct execution *ex)
+/* What every ending shares: the id, the accounting, the last event. */
+static void finish_common(struct execution *ex)
 {
-	struct ward_error err;
-	ward_error_clear(&err);
-	if (ex->k) {
-		exec_out_to_verdict(&ex->out, &ex->v);
-		ward_kernel_finish(ex->k, &ex->v, &err);
-		ex->k = NULL;
-		exec_out_adjust(&ex->out, &ex->v, &ex->req.policy);
-		ex->final = exec_out_final(&ex->out, &ex->v, &ex->req.policy, ex->died,
-					   ward_lang_name((enum ward_lang)ex->req.lang));
-	} else {
-		if (ex->sb)
-			ward_sandbox_finish(ex->sb, &ex->v, &err);
-		ex->sb = NULL;
-		ex->final = (json_t *)ward_verdict_to_object(&ex->v);
-	}
 	if (!ex->final)
 		ex->final = json_pack("{s:s}", "status", ward_status_name(ex->v.status));
 	json_object_set_new(ex->final, "execution_id", json_string(ex->id));
@@ -312,6 +315,27 @@ static void finish(struct execution *ex)
 	emit(ex, ev);
 	wake(ex);
 	exec_unref(ex); /* the registry's reference */
+}
+
+/* The end: the verdict, the final JSON, the last event, the accounting. */
+static void finish(struct execution *ex)
+{
+	struct ward_error err;
+	ward_error_clear(&err);
+	if (ex->k) {
+		exec_out_to_verdict(&ex->out, &ex->v);
+		ward_kernel_finish(ex->k, &ex->v, &err);
+		ex->k = NULL;
+		exec_out_adjust(&ex->out, &ex->v, &ex->req.policy);
+		ex->final = exec_out_final(&ex->out, &ex->v, &ex->req.policy, ex->died,
+					   ward_lang_name((enum ward_lang)ex->req.lang));
+	} else {
+		if (ex->sb)
+			ward_sandbox_finish(ex->sb, &ex->v, &err);
+		ex->sb = NULL;
+		ex->final = (json_t *)ward_verdict_to_object(&ex->v);
+	}
+	finish_common(ex);
 }
 
 /* A command: output into the verdict's buffers within the cap. */
@@ -511,8 +535,11 @@ int exec_start(struct srv *s, struct exec_request *r, const struct ward_key_info
 	s->execs = ex;
 	s->running++;
 	struct srv_tenant_count *t = metrics_tenant(s, key->tenant);
-	if (t)
+	ex->mem = ex->req.policy.memory;
+	if (t) {
 		t->running++;
+		t->memory += ex->mem;
+	}
 	*out = ex;
 	ex->epfd = epoll_create1(EPOLL_CLOEXEC);
 	int rc = ex->epfd < 0 ? ward_error_set(err, errno, "serve", "epoll_create1") : 0;
@@ -536,4 +563,172 @@ int exec_start(struct srv *s, struct exec_request *r, const struct ward_key_info
 	epoll_ctl(s->epfd, EPOLL_CTL_ADD, ex->epfd, &ev);
 	sync_fds(ex);
 	return 0;
+}
+
+/* --- calls in a session: the session's agent runs them; this keeps the
+ * output, the client and the verdict, as for a one-shot. --- */
+
+const char *exec_session_request(const struct execution *ex) { return ex->req_id; }
+uint64_t exec_started_ns(const struct execution *ex) { return ex->start_ns; }
+
+void exec_set_session_request(struct execution *ex, const char *id)
+{
+	ward_strlcpy(ex->req_id, id, sizeof(ex->req_id));
+}
+
+struct execution *exec_new_in_session(struct srv *s, struct session *sess,
+				      const struct ward_key_info *key, enum exec_kind kind,
+				      const char *lang, const char *context,
+				      const struct ward_policy *p, bool stream)
+{
+	struct exec_request r;
+	memset(&r, 0, sizeof(r));
+	r.lang = -1;
+	r.stream = stream;
+	struct ward_error err;
+	if (ward_policy_copy(&r.policy, p, &err) < 0)
+		return NULL;
+	struct execution *ex = ex_new(s, &r, key);
+	if (!ex) {
+		exec_request_release(&r);
+		return NULL;
+	}
+	ex->kind = kind;
+	ex->sess = sess;
+	ward_strlcpy(ex->lang, lang ? lang : "", sizeof(ex->lang));
+	ward_strlcpy(ex->context, context ? context : "", sizeof(ex->context));
+	ward_strlcpy(ex->v.sandbox_id, ward_sandbox_id(session_sandbox(sess)), sizeof(ex->v.sandbox_id));
+	ex->next = s->execs;
+	s->execs = ex;
+	emit(ex, json_pack("{s:s, s:s, s:s, s:s}", "event", "start", "id", ex->id, "sandbox_id",
+			   ex->v.sandbox_id, "session_id", session_id(sess)));
+	return ex;
+}
+
+void exec_session_message(struct execution *ex, json_t *m)
+{
+	if (ex->kind == EXK_EXECUTE) {
+		on_message(m, ex);
+		return;
+	}
+	const char *type = json_string_value(json_object_get(m, "msg_type"));
+	json_t *c = json_object_get(m, "content");
+	if (!type || strcmp(type, "stream") != 0)
+		return;
+	const char *name = json_string_value(json_object_get(c, "name"));
+	json_t *t = json_object_get(c, "text");
+	if (!json_is_string(t))
+		return;
+	int which = name && strcmp(name, "stderr") == 0 ? 2 : 1;
+	size_t kept = exec_keep(&ex->v, which, json_string_value(t), json_string_length(t),
+				ex->req.policy.output_limit);
+	if (kept)
+		emit(ex, json_pack("{s:s, s:s, s:s%}", "event", "stream", "name",
+				   which == 1 ? "stdout" : "stderr", "text", json_string_value(t), kept));
+}
+
+/* What the agent's reply status means as a verdict. A context that died
+ * is explained by the cgroup's counters, never guessed from the signal. */
+static void session_status(struct execution *ex, json_t *reply,
+			   const struct ward_sandbox_stats *b, const struct ward_sandbox_stats *a)
+{
+	struct ward_verdict *v = &ex->v;
+	const struct ward_policy *p = &ex->req.policy;
+	const char *st = json_string_value(json_object_get(reply, "status"));
+	json_t *code = json_object_get(reply, "exit_code"), *sig = json_object_get(reply, "signal");
+	bool oom = a->oom_kills > b->oom_kills, pids = a->pids_max_events > b->pids_max_events;
+	st = st ? st : "error";
+	v->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : 0;
+	v->signal = json_is_integer(sig) ? (int)json_integer_value(sig) : 0;
+	v->status = WARD_STATUS_OK;
+	if (strcmp(st, "killed") == 0) {
+		v->status = WARD_STATUS_KILLED;
+	} else if (strcmp(st, "timeout") == 0) {
+		v->status = WARD_STATUS_TIMEOUT;
+		v->limit = "timeout";
+		v->limit_value = p->timeout_ms;
+	} else if (oom && strcmp(st, "ok") != 0) {
+		v->status = WARD_STATUS_MEMORY_LIMIT;
+		v->limit = "memory";
+		v->limit_value = p->memory;
+	} else if (pids && strcmp(st, "ok") != 0) {
+		v->status = WARD_STATUS_PIDS_LIMIT;
+		v->limit = "pids";
+		v->limit_value = p->pids;
+	} else if (strcmp(st, "died") == 0 || strcmp(st, "signaled") == 0) {
+		v->status = v->signal ? WARD_STATUS_SIGNALED : WARD_STATUS_ERROR;
+		if (!v->signal && !v->exit_code)
+			v->exit_code = 1;
+	} else if (strcmp(st, "policy_violation") == 0) {
+		v->status = WARD_STATUS_POLICY_VIOLATION;
+		v->exit_code = 3;
+	} else if (strcmp(st, "ok") != 0) {
+		v->status = WARD_STATUS_ERROR;
+		if (!v->exit_code)
+			v->exit_code = 1;
+	}
+	v->usage.peak_memory_bytes = a->memory_peak;
+	v->usage.cpu_user_ms = a->cpu_ms - (b->cpu_ms < a->cpu_ms ? b->cpu_ms : a->cpu_ms);
+}
+
+void exec_session_end(struct execution *ex, json_t *reply, const struct ward_verdict *dead,
+		      const struct ward_sandbox_stats *before,
+		      const struct ward_sandbox_stats *after)
+{
+	if (ex->state == EX_DONE)
+		return;
+	struct ward_verdict *v = &ex->v;
+	if (dead) {
+		/* the session's sandbox ended: its verdict says why */
+		v->status = dead->status;
+		v->limit = dead->limit;
+		v->limit_value = dead->limit_value;
+		v->signal = dead->signal;
+		v->exit_code = dead->exit_code;
+		v->usage.peak_memory_bytes = dead->usage.peak_memory_bytes;
+		if (v->status == WARD_STATUS_OK) {
+			v->status = WARD_STATUS_ERROR;
+			v->exit_code = 1;
+		}
+		ex->died = true;
+	} else {
+		session_status(ex, reply, before, after);
+	}
+	v->usage.wall_ms = (ward_now_ns() - ex->start_ns) / 1000000;
+	if (ex->kind == EXK_EXECUTE) {
+		uint64_t wall = v->usage.wall_ms, peak = v->usage.peak_memory_bytes;
+		exec_out_reply(&ex->out, reply ? reply : json_object());
+		exec_out_to_verdict(&ex->out, v);
+		v->usage.wall_ms = wall;
+		v->usage.peak_memory_bytes = peak;
+		if (!reply)
+			ex->out.code_failed = true;
+		if (v->status == WARD_STATUS_ERROR && ex->out.violation)
+			v->status = WARD_STATUS_OK; /* the adjust below names it */
+		exec_out_adjust(&ex->out, v, &ex->req.policy);
+		bool died = ex->died || (reply && v->status != WARD_STATUS_OK &&
+					 v->status != WARD_STATUS_ERROR &&
+					 v->status != WARD_STATUS_POLICY_VIOLATION && !ex->out.error);
+		ex->final = exec_out_final(&ex->out, v, &ex->req.policy, died, ex->lang);
+		if (ex->final) {
+			json_object_set_new(ex->final, "context", json_string(ex->context));
+			json_object_set_new(ex->final, "context_new",
+					    json_boolean(json_is_true(json_object_get(reply, "context_new"))));
+			json_object_set_new(ex->final, "context_lost",
+					    json_boolean(!reply || json_is_true(json_object_get(reply, "context_lost"))));
+		}
+	} else {
+		if ((v->stdout_truncated || v->stderr_truncated) && v->status == WARD_STATUS_OK) {
+			v->status = WARD_STATUS_OUTPUT_LIMIT;
+			v->limit = "output";
+			v->limit_value = ex->req.policy.output_limit;
+		}
+		ex->final = (json_t *)ward_verdict_to_object(v);
+	}
+	if (ex->final) {
+		json_object_set_new(ex->final, "session_id", json_string(session_id(ex->sess)));
+		json_object_del(ex->final, "layers");
+		json_object_del(ex->final, "degraded");
+	}
+	finish_common(ex);
 }

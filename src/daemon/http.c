@@ -19,17 +19,22 @@
 
 enum { MAX_DEPTH = 32 };
 
-enum route { R_NONE, R_EXEC_POST };
+enum route { R_NONE, R_EXEC_POST, R_SESSION };
 
 struct req {
 	struct srv *s;
 	char *body;
 	size_t len, cap;
+	uint64_t limit;          /* of the body */
 	bool too_big, answered;
 	enum route route;
 	struct ward_key_info key;
 	struct execution *ex;
+	struct deferred *d;
 };
+
+/* The status of the last answer queued (for the audit line). */
+static unsigned last_status;
 
 int srv_respond_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
@@ -49,6 +54,7 @@ int srv_respond_json(struct MHD_Connection *c, unsigned status, json_t *body)
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "application/json");
+	last_status = status;
 	enum MHD_Result ok = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ok;
@@ -207,12 +213,30 @@ static int quota_check(struct req *rq, struct MHD_Connection *c)
 		return answer_error(rq, c, 429, "quota_exceeded", "max_executions", msg);
 	}
 	struct srv_tenant_count *t = metrics_tenant(s, rq->key.tenant);
-	if (t && t->running >= s->cfg.max_per_tenant) {
+	struct sess_quota q;
+	srv_tenant_quota(s, rq->key.tenant, &q);
+	if (t && t->running >= q.max_per_tenant) {
 		snprintf(msg, sizeof(msg), "quota max_per_tenant (%llu) reached for tenant '%s'",
-			 (unsigned long long)s->cfg.max_per_tenant, rq->key.tenant);
+			 (unsigned long long)q.max_per_tenant, rq->key.tenant);
 		return answer_error(rq, c, 429, "quota_exceeded", "max_per_tenant", msg);
 	}
 	return -1;
+}
+
+/* The memory a one-shot would reserve, once its policy is known. */
+static int memory_check(struct req *rq, struct MHD_Connection *c, uint64_t memory)
+{
+	struct srv_tenant_count *t = metrics_tenant(rq->s, rq->key.tenant);
+	struct sess_quota q;
+	srv_tenant_quota(rq->s, rq->key.tenant, &q);
+	uint64_t used = t ? t->memory : 0;
+	if (!q.tenant_memory || used + memory <= q.tenant_memory)
+		return -1;
+	char msg[256];
+	snprintf(msg, sizeof(msg), "quota tenant_memory (%llu bytes) reached for tenant '%s': "
+		 "%llu in use, %llu asked", (unsigned long long)q.tenant_memory, rq->key.tenant,
+		 (unsigned long long)used, (unsigned long long)memory);
+	return answer_error(rq, c, 429, "quota_exceeded", "tenant_memory", msg);
 }
 
 static int post_execution(struct req *rq, struct MHD_Connection *c, const char *url)
@@ -241,6 +265,11 @@ static int post_execution(struct req *rq, struct MHD_Connection *c, const char *
 		json_decref(error);
 		return r;
 	}
+	q = memory_check(rq, c, er.policy.memory);
+	if (q >= 0) {
+		exec_request_release(&er);
+		return q;
+	}
 	bool stream = er.stream = wants_stream(c);
 	audit_request(s, &rq->key, "execute", "POST", url, 200);
 	struct ward_error err;
@@ -250,6 +279,44 @@ static int post_execution(struct req *rq, struct MHD_Connection *c, const char *
 		return answer_error(rq, c, 500, "internal", NULL, err.message);
 	}
 	if (stream) /* er was handed over */
+		return start_stream(rq, c);
+	if (exec_done(rq->ex))
+		return answer_exec(rq, c);
+	exec_attach(rq->ex, c, false);
+	return MHD_YES;
+}
+
+static int session_call(struct req *rq, struct MHD_Connection *c, const char *url,
+			const char *method)
+{
+	struct srv *s = rq->s;
+	if (rq->too_big) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "the body is over the limit of %llu bytes (%s)",
+			 (unsigned long long)rq->limit,
+			 strcmp(method, "PUT") == 0 ? "max_file" : "max_body");
+		return answer_error(rq, c, 413, "body_too_large", NULL, msg);
+	}
+	if (strcmp(method, "POST") == 0 && too_deep(rq->body, rq->len))
+		return answer_error(rq, c, 400, "too_deep", NULL, "JSON nested deeper than 32 levels");
+	struct route_out out;
+	last_status = 0;
+	int r = session_route(s, c, &rq->key, method, url, rq->body, rq->len, &out);
+	const char *action = strstr(url, "/files") ? "files" : strstr(url, "/execute") ? "session.execute"
+			   : strstr(url, "/commands") ? "session.command" : "session";
+	audit_request(s, &rq->key, action, method, url, out.ex ? 200 : out.d ? 202 : last_status);
+	if (last_status >= 400)
+		s->m.bad_requests++;
+	if (out.d) {
+		rq->d = out.d;
+		return MHD_YES;
+	}
+	if (!out.ex) {
+		rq->answered = true;
+		return r;
+	}
+	rq->ex = out.ex;
+	if (out.stream)
 		return start_stream(rq, c);
 	if (exec_done(rq->ex))
 		return answer_exec(rq, c);
@@ -337,8 +404,12 @@ static int first_call(struct req *rq, struct MHD_Connection *c, const char *url,
 	}
 	bool exec_path = strcmp(url, "/v1/executions") == 0;
 	bool exec_id_path = strncmp(url, "/v1/executions/", 15) == 0 && url[15];
+	bool sess_path = strncmp(url, "/v1/sessions", 12) == 0 && (!url[12] || url[12] == '/');
+	const char *sub = sess_path && url[12] ? strchr(url + 13, '/') : NULL;
+	bool files_path = sub && strcmp(sub, "/files") == 0;
 	unsigned need = strcmp(url, "/metrics") == 0 ? WARD_SCOPE_ADMIN
-		      : exec_path || exec_id_path ? WARD_SCOPE_EXECUTE : 0;
+		      : exec_path || exec_id_path ? WARD_SCOPE_EXECUTE
+		      : files_path ? WARD_SCOPE_FILES : sess_path ? WARD_SCOPE_SESSIONS : 0;
 	if (!need) {
 		audit_request(s, &rq->key, "unknown", method, url, 404);
 		return answer_error(rq, c, 404, "not_found", NULL, "no such endpoint");
@@ -353,8 +424,21 @@ static int first_call(struct req *rq, struct MHD_Connection *c, const char *url,
 		snprintf(msg, sizeof(msg), "this key lacks the '%s' scope", ward_keys_scope_name(need));
 		return answer_error(rq, c, 403, "forbidden", "scope", msg);
 	}
+	if (sess_path) {
+		if (strcmp(method, "POST") != 0 && strcmp(method, "PUT") != 0)
+			return session_call(rq, c, url, method);
+		rq->limit = strcmp(method, "PUT") == 0 ? s->cfg.max_file : s->cfg.max_body;
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+		if (cl && strtoull(cl, NULL, 10) > rq->limit) {
+			rq->too_big = true;
+			return session_call(rq, c, url, method);
+		}
+		rq->route = R_SESSION;
+		return MHD_YES;
+	}
 	if (exec_path && strcmp(method, "POST") == 0) {
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+		rq->limit = s->cfg.max_body;
 		if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
 			rq->too_big = true;
 			return post_execution(rq, c, url);
@@ -391,7 +475,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		*upload_size = 0;
 		if (rq->answered || rq->too_big)
 			return MHD_YES;
-		if (rq->len + n > rq->s->cfg.max_body) {
+		if (rq->len + n > rq->limit) {
 			rq->too_big = true;
 			return MHD_YES;
 		}
@@ -409,14 +493,22 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		rq->len += n;
 		return MHD_YES;
 	}
+	if (rq->d && !rq->answered) {
+		if (!rq->d->done)
+			return MHD_YES;
+		rq->answered = true;
+		return srv_respond_json(c, rq->d->status, rq->d->body) == MHD_YES ? MHD_YES : MHD_NO;
+	}
 	if (rq->ex && !rq->answered) {
 		if (exec_done(rq->ex))
 			return answer_exec(rq, c) == MHD_YES ? MHD_YES : MHD_NO;
 		exec_attach(rq->ex, c, false); /* woken early: wait again */
 		return MHD_YES;
 	}
-	if (rq->answered || rq->route != R_EXEC_POST)
+	if (rq->answered || rq->route == R_NONE)
 		return MHD_YES;
+	if (rq->route == R_SESSION)
+		return session_call(rq, c, url, method) == MHD_YES ? MHD_YES : MHD_NO;
 	return post_execution(rq, c, url) == MHD_YES ? MHD_YES : MHD_NO;
 }
 
@@ -431,6 +523,10 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (rq->ex) {
 		exec_detach(rq->ex, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
 		exec_unref(rq->ex);
+	}
+	if (rq->d) {
+		rq->d->c = NULL;
+		deferred_unref(rq->d);
 	}
 	free(rq->body);
 	free(rq);

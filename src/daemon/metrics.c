@@ -105,7 +105,10 @@ char *metrics_render(struct srv *s, size_t *len)
 	    (unsigned long long)s->m.duration_count, s->m.duration_sum,
 	    (unsigned long long)s->m.duration_count);
 	put(&o, "# HELP ward_active_sandboxes Sandboxes running now.\n"
-		"# TYPE ward_active_sandboxes gauge\nward_active_sandboxes %u\n", s->running);
+		"# TYPE ward_active_sandboxes gauge\nward_active_sandboxes %u\n",
+	    s->running + s->n_sessions);
+	put(&o, "# HELP ward_active_sessions Live sessions.\n"
+		"# TYPE ward_active_sessions gauge\nward_active_sessions %u\n", s->n_sessions);
 	put(&o, "# HELP ward_http_requests_total HTTP requests received.\n"
 		"# TYPE ward_http_requests_total counter\nward_http_requests_total %llu\n",
 	    (unsigned long long)s->m.requests);
@@ -129,7 +132,17 @@ char *metrics_render(struct srv *s, size_t *len)
 		"# TYPE ward_tenant_active_sandboxes gauge\n");
 	for (size_t i = 0; i < s->m.n_tenants; i++)
 		put(&o, "ward_tenant_active_sandboxes{tenant=\"%s\"} %u\n", s->m.tenants[i].tenant,
-		    s->m.tenants[i].running);
+		    s->m.tenants[i].running + s->m.tenants[i].sessions);
+	put(&o, "# HELP ward_tenant_active_sessions Live sessions, by tenant.\n"
+		"# TYPE ward_tenant_active_sessions gauge\n");
+	for (size_t i = 0; i < s->m.n_tenants; i++)
+		put(&o, "ward_tenant_active_sessions{tenant=\"%s\"} %u\n", s->m.tenants[i].tenant,
+		    s->m.tenants[i].sessions);
+	put(&o, "# HELP ward_tenant_memory_bytes Memory limits of a tenant's live sandboxes, summed.\n"
+		"# TYPE ward_tenant_memory_bytes gauge\n");
+	for (size_t i = 0; i < s->m.n_tenants; i++)
+		put(&o, "ward_tenant_memory_bytes{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
+		    (unsigned long long)s->m.tenants[i].memory);
 	if (o.oom) {
 		free(o.buf);
 		return NULL;

@@ -183,12 +183,16 @@ static int check_caps(const struct ward_policy *p, const struct ward_policy *d, 
 	return 0;
 }
 
-static int parse_policy(struct srv *s, struct exec_request *r, json_t *pol, unsigned *st,
-			json_t **e)
+json_t *srv_error_body(const char *code, const char *field, const char *msg)
+{
+	return err_body(code, field, msg);
+}
+
+int srv_parse_policy(struct srv *s, struct ward_policy *p, json_t *pol, unsigned *st, json_t **e)
 {
 	struct ward_error err;
 	ward_error_clear(&err);
-	if (ward_policy_copy(&r->policy, &s->policy, &err) < 0)
+	if (ward_policy_copy(p, &s->policy, &err) < 0)
 		return fail(st, e, "policy", "out of memory");
 	if (pol) {
 		if (!json_is_object(pol))
@@ -202,14 +206,14 @@ static int parse_policy(struct srv *s, struct exec_request *r, json_t *pol, unsi
 				return fail(st, e, field, "may not be set through the API");
 			}
 		char *txt = json_dumps(pol, JSON_COMPACT);
-		int rc = txt ? ward_policy_load_json(&r->policy, txt, strlen(txt), "policy", &err) : -ENOMEM;
+		int rc = txt ? ward_policy_load_json(p, txt, strlen(txt), "policy", &err) : -ENOMEM;
 		free(txt);
 		if (rc < 0)
 			return policy_fail(&err, st, e);
 	}
-	if (ward_policy_validate(&r->policy, &err) < 0)
+	if (ward_policy_validate(p, &err) < 0)
 		return policy_fail(&err, st, e);
-	return check_caps(&r->policy, &s->policy, st, e);
+	return check_caps(p, &s->policy, st, e);
 }
 
 static int parse_timeout(struct srv *s, struct exec_request *r, json_t *t, unsigned *st,
@@ -270,7 +274,7 @@ static int parse_body(struct srv *s, json_t *root, struct exec_request *r, unsig
 	json_t *files = json_object_get(root, "files");
 	if (files && parse_files(r, files, st, e) < 0)
 		return -1;
-	if (parse_policy(s, r, json_object_get(root, "policy"), st, e) < 0)
+	if (srv_parse_policy(s, &r->policy, json_object_get(root, "policy"), st, e) < 0)
 		return -1;
 	return parse_timeout(s, r, json_object_get(root, "timeout"), st, e);
 }

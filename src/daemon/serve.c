@@ -219,6 +219,8 @@ static bool stop_done(struct srv *s, uint64_t *drain_until)
 	}
 	if (s->execs)
 		return false;
+	if (s->n_sessions)
+		session_destroy_all(s, "the daemon stopped");
 	if (!*drain_until)
 		*drain_until = now + 2000000000ull;
 	return srv_http_connections(s) == 0 || now >= *drain_until;
@@ -226,9 +228,11 @@ static bool stop_done(struct srv *s, uint64_t *drain_until)
 
 static int loop_timeout(struct srv *s)
 {
-	int t = srv_http_timeout(s), e = exec_timeout(s);
+	int t = srv_http_timeout(s), e = exec_timeout(s), se = session_timeout(s);
 	if (e >= 0 && (t < 0 || e < t))
 		t = e;
+	if (se >= 0 && (t < 0 || se < t))
+		t = se;
 	if (s->stopping && (t < 0 || t > 50))
 		t = 50;
 	return t;
@@ -250,8 +254,11 @@ int srv_loop(struct srv *s)
 				exec_dispatch(s, w->ptr);
 			else if (w->kind == WATCH_CLIENT)
 				exec_client_gone(w->ptr);
+			else if (w->kind == WATCH_SESSION)
+				session_dispatch(s, w->ptr);
 		}
 		exec_tick(s);
+		session_tick(s);
 		srv_http_run(s);
 		if (s->stopping && stop_done(s, &drain_until))
 			return 0;
@@ -274,6 +281,19 @@ static int start(struct srv *s)
 			"(ward keys add)\n", s->cfg.keys_file);
 	/* leftovers of supervisors that were killed go first */
 	ward_cgroup_gc(NULL, NULL);
+	if (!s->cfg.state_dir) {
+		/* beside the socket: a daemon of its own finds its own leftovers */
+		char dir[PATH_MAX];
+		const char *slash = strrchr(s->cfg.socket, '/');
+		if (s->cfg.socket[0] == '/' && slash)
+			snprintf(dir, sizeof(dir), "%.*s/state", (int)(slash - s->cfg.socket), s->cfg.socket);
+		else
+			ward_strlcpy(dir, "/run/ward/state", sizeof(dir));
+		if (!(s->cfg.state_dir = strdup(dir)))
+			return -1;
+	}
+	if (session_recover(s) < 0)
+		return -1;
 	int ufd = -1;
 	if (strcmp(s->cfg.socket, "") != 0 && strcmp(s->cfg.socket, "none") != 0) {
 		if ((ufd = open_unix(s->cfg.socket)) < 0)
@@ -311,6 +331,7 @@ int ward_cli_serve(int argc, char **argv)
 		if (start(s) == 0 && srv_loop(s) == 0)
 			status = 0;
 	}
+	session_release_all(s);
 	srv_http_stop(s);
 	if (s->unix_bound && !s->stopping)
 		unlink(s->cfg.socket);

@@ -44,6 +44,7 @@ node_suite() {
 
 py_suite python
 py_suite bash
+py_suite session
 if command -v node >/dev/null; then node_suite; else
 	test_count=$((test_count + 1)); echo "ok $test_count # SKIP node kernel (node is not installed)"
 fi

@@ -36,6 +36,7 @@ class Kernel:
         self.shown = set()           # figures display()ed in this cell: not shown again
         self.sources = {}            # cell and tool sources, for tracebacks
         self.tool_modules = set()
+        self.user_site = None        # ~/.local/lib/pythonX.Y/site-packages, once known
         os.environ["MPLBACKEND"] = "Agg"     # before any user code; subprocesses inherit it
         os.environ.setdefault("MPLCONFIGDIR", "/tmp/matplotlib")
         writable = config.get("writable")
@@ -137,6 +138,7 @@ class Kernel:
                 self.protocol_error("execute_request: content.code must be a string")
             else:
                 self.count += 1
+                self.add_user_site()
                 self.running = True
                 status = self.run_cell(code)
                 self.flush_figures()
@@ -192,6 +194,22 @@ class Kernel:
             self.ch.message("execute_result", {"execution_count": self.count,
                                                "data": data, "metadata": metadata})
         return "ok"
+
+    def add_user_site(self):
+        """`pip install --user` puts packages in the user site directory, which
+        -I leaves off sys.path and which may appear after the kernel started:
+        add it (after the stdlib, like the cwd) once it exists. One isdir per cell."""
+        if self.user_site is None:
+            import site
+            try:
+                self.user_site = site.getusersitepackages() or ""
+            except Exception:        # no home directory to be found: no user site
+                self.user_site = ""
+        if self.user_site and self.user_site not in sys.path and os.path.isdir(self.user_site):
+            import importlib
+            import site
+            site.addsitedir(self.user_site)
+            importlib.invalidate_caches()
 
     def on_sigint(self, _signum, _frame):
         """SIGINT interrupts the user's code; between cells there is nothing
@@ -355,6 +373,7 @@ class Kernel:
             if not (isinstance(code, str) and isinstance(filename, str) and isinstance(function, str)):
                 raise CallError("ProtocolError", "call_request: content.code, content.filename "
                                 "and content.function must be strings")
+            self.add_user_site()
             self.running = True
             value = call_value(self, code, filename, function, args)
         except CallError as e:

@@ -1,0 +1,318 @@
+#!/bin/bash
+# `ward serve` sessions: real HTTP against the real daemon — stateful
+# execution in named contexts, commands, files, packages that persist,
+# cancel, timeouts, limits, TTL, tenant isolation, quotas, and recovery
+# after the daemon is killed.
+. "$(dirname "$0")/../lib.sh"
+
+help=$("$WARD" serve --help 2>&1)
+case $help in
+*"usage: ward serve"*) ;;
+*) test_set_prereq_missing SERVE "this ward has no 'serve' (${help%%$'\n'*})" ;;
+esac
+command -v curl >/dev/null || test_set_prereq_missing SERVE "curl is not installed"
+/usr/bin/python3 -m pip --version > /dev/null 2>&1 || test_set_prereq_missing PIP "python3-pip is not installed"
+command -v npm > /dev/null 2>&1 || test_set_prereq_missing NPM "npm is not installed"
+
+D=$TEST_TMP/srv
+mkdir -p "$D"
+SOCK=$D/run/ward.sock
+KEYS=$D/keys
+AUDIT=$D/audit.log
+CONF=$D/serve.json
+marker=$((RANDOM * 1000 + $$ % 1000 + 8000000))
+
+key_of() { python3 -c 'import json, sys; print(json.load(sys.stdin)["key"])'; }
+start_daemon() {
+	rm -f "$D/rc"
+	( "$WARD" serve --config "$CONF" --socket "$SOCK" --keys-file "$KEYS" \
+		--audit-log "$AUDIT" --grace 1s "$@" >> "$D/serve.log" 2>&1 &
+	  echo $! > "$D/pid"; wait $!; echo $? > "$D/rc" ) > /dev/null 2>&1 &
+	for _ in $(seq 100); do
+		[ -S "$SOCK" ] && curl -sf --unix-socket "$SOCK" http://w/healthz > /dev/null && return 0
+		sleep 0.05
+	done
+	cat "$D/serve.log"
+	return 1
+}
+stop_daemon() {
+	[ -f "$D/pid" ] && [ ! -f "$D/rc" ] && kill "$(cat "$D/pid")" 2>/dev/null
+	for _ in $(seq 100); do [ -f "$D/rc" ] && break; sleep 0.05; done
+}
+trap 'stop_daemon; rm -rf "$TEST_TMP"' EXIT
+# api METHOD PATH [curl args...]: the body, then the status on the last line
+api() {
+	local m=$1 p=$2; shift 2
+	curl -sS -m 30 --unix-socket "$SOCK" -X "$m" -w '\n%{http_code}' "$@" "http://w$p"
+}
+body() { sed '$d' <<<"$1"; }
+code() { tail -n1 <<<"$1"; }
+# jq-like: field of the body, by a python expression on d
+field() { body "$1" | python3 -c "import json, sys; d = json.load(sys.stdin); v = $2; print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)"; }
+
+A=() B=() NOFILES=() SMALL=()
+if [ -z "${prereq_missing[SERVE]:-}" ]; then
+	cat > "$CONF" <<-EOF
+	{"max_sessions_per_tenant": 6, "session_ttl": 60,
+	 "tenants": {"small": {"max_sessions_per_tenant": 1, "tenant_memory": "300M"}},
+	 "max_file": "1M"}
+	EOF
+	A=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant acme --scopes sessions,files,execute,admin --json | key_of)")
+	B=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant beta --scopes sessions,files --json | key_of)")
+	NOFILES=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant acme --scopes sessions --json | key_of)")
+	SMALL=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant small --scopes sessions,execute --json | key_of)")
+	start_daemon
+fi
+new_session() { r=$(api POST /v1/sessions "${A[@]}" -d "${1:-{\}}") && [ "$(code "$r")" = 201 ] && field "$r" 'd["id"]'; }
+ex() { api POST "/v1/sessions/$1/execute" "${A[@]}" -d "$2"; }
+
+test_expect_success SERVE 'a session is created, listed and read by its tenant' '
+	S=$(new_session) && echo "$S" > "$D/S" && expect_contains "$S" se_ &&
+	r=$(api GET "/v1/sessions/$S" "${A[@]}") && expect_eq "$(code "$r")" 200 &&
+	expect_eq "$(field "$r" "d[\"id\"]")" "$S" && expect_eq "$(field "$r" "d[\"image\"]")" host &&
+	r=$(api GET /v1/sessions "${A[@]}") &&
+	expect_eq "$(field "$r" "[s[\"id\"] for s in d[\"sessions\"]].count(\"$S\")")" 1
+'
+S=$(cat "$D/S" 2>/dev/null)
+test_expect_success SERVE 'variables persist across calls; named contexts are separate' '
+	r=$(ex "$S" "{\"code\": \"x = 41\"}") && expect_eq "$(field "$r" "d[\"status\"]")" ok &&
+	expect_eq "$(field "$r" "d[\"context_new\"]")" true &&
+	r=$(ex "$S" "{\"code\": \"print(x + 1)\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 42 &&
+	expect_eq "$(field "$r" "d[\"context_new\"]")" false &&
+	expect_eq "$(field "$r" "d[\"session_id\"]")" "$S" &&
+	r=$(ex "$S" "{\"code\": \"print(x)\", \"context\": \"other\"}") &&
+	expect_eq "$(field "$r" "d[\"status\"]")" error &&
+	expect_eq "$(field "$r" "d[\"error\"][\"name\"]")" NameError &&
+	r=$(api GET "/v1/sessions/$S" "${A[@]}") &&
+	expect_eq "$(field "$r" "sorted(c[\"context\"] for c in d[\"contexts\"])")" "[\"default\", \"other\"]"
+'
+test_expect_success SERVE 'bash and node contexts live in the same session and see the same files' '
+	r=$(ex "$S" "{\"language\": \"bash\", \"code\": \"cd /workspace; v=7; echo shared > f.txt\"}") &&
+	expect_eq "$(field "$r" "d[\"status\"]")" ok &&
+	r=$(ex "$S" "{\"language\": \"bash\", \"code\": \"echo \$v\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 7 &&
+	r=$(ex "$S" "{\"code\": \"print(open(\\\"/workspace/f.txt\\\").read().strip())\"}") &&
+	expect_eq "$(field "$r" "d[\"stdout\"]")" shared
+'
+test_expect_success SERVE,NODE 'a node context keeps its globals' '
+	r=$(ex "$S" "{\"language\": \"node\", \"code\": \"let n = 5\"}") && expect_eq "$(field "$r" "d[\"status\"]")" ok &&
+	r=$(ex "$S" "{\"language\": \"node\", \"code\": \"console.log(n * 2)\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 10
+'
+test_expect_success SERVE 'commands: shell string or argv, env, cwd, exit status and streams' '
+	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": \"echo out; echo err >&2; exit 3\"}") &&
+	expect_eq "$(code "$r")" 200 && expect_eq "$(field "$r" "d[\"status\"]")" error &&
+	expect_eq "$(field "$r" "d[\"exit_code\"]")" 3 && expect_eq "$(field "$r" "d[\"stdout\"]")" out &&
+	expect_eq "$(field "$r" "d[\"stderr\"]")" err &&
+	api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": [\"mkdir\", \"-p\", \"sub\"]}" > /dev/null &&
+	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": [\"sh\", \"-c\", \"echo \$GREETING; pwd\"], \"env\": {\"GREETING\": \"hello\"}, \"cwd\": \"sub\"}") &&
+	expect_eq "$(field "$r" "d[\"status\"]")" ok &&
+	expect_eq "$(field "$r" "d[\"stdout\"]")" "hello
+/workspace/sub" &&
+	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": [\"/nonexistent\"]}") &&
+	expect_eq "$(field "$r" "d[\"status\"]")" error && expect_eq "$(field "$r" "d[\"exit_code\"]")" 127 &&
+	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": \"sleep 5\", \"timeout\": 0.5}") &&
+	expect_eq "$(field "$r" "d[\"status\"]")" timeout && expect_eq "$(field "$r" "d[\"limit\"][\"name\"]")" timeout
+'
+test_expect_success SERVE 'bad command requests are 400s naming the field' '
+	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": 3}") &&
+	expect_eq "$(code "$r")" 400 && expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" cmd &&
+	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": \"true\", \"env\": {\"A=B\": \"x\"}}") &&
+	expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" env &&
+	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": \"true\", \"timeout\": 99999}") &&
+	expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" timeout &&
+	r=$(api POST "/v1/sessions/$S/execute" "${A[@]}" -d "{\"code\": \"1\", \"context\": \"../x\"}") &&
+	expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" context &&
+	r=$(api POST "/v1/sessions/$S/execute" "${A[@]}" -d "{\"code\": \"1\", \"language\": \"cobol\"}") &&
+	expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" language &&
+	r=$(api POST "/v1/sessions" "${A[@]}" -d "{\"ttl\": -1}") && expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" ttl &&
+	r=$(api POST "/v1/sessions" "${A[@]}" -d "{\"image\": \"ubuntu\"}") && expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" image &&
+	r=$(api POST "/v1/sessions" "${A[@]}" -d "{\"policy\": {\"mounts\": []}}") &&
+	expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" policy.mounts
+'
+test_expect_success SERVE 'a background command runs on; its status and output are read; it is killed' '
+	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": \"echo started; exec sleep $marker\", \"background\": true}") &&
+	expect_eq "$(code "$r")" 202 && C=$(field "$r" "d[\"command_id\"]") &&
+	for _ in $(seq 50); do pgrep -f "^sleep $marker" > /dev/null && break; sleep 0.05; done &&
+	r=$(api GET "/v1/sessions/$S/commands/$C" "${A[@]}") && expect_eq "$(field "$r" "d[\"state\"]")" running &&
+	expect_eq "$(field "$r" "d[\"stdout\"]")" started &&
+	r=$(api DELETE "/v1/sessions/$S/commands/$C" "${A[@]}") && expect_eq "$(code "$r")" 200 &&
+	sleep 0.2 && r=$(api GET "/v1/sessions/$S/commands/$C" "${A[@]}") &&
+	expect_eq "$(field "$r" "d[\"status\"]")" killed &&
+	expect_eq "$(pgrep -f "^sleep $marker" | wc -l)" 0 &&
+	r=$(api GET "/v1/sessions/$S/commands/c999" "${A[@]}") && expect_eq "$(code "$r")" 404
+'
+test_expect_success SERVE 'files: upload, download, list with size, mode and mtime, delete' '
+	printf "a,b\n1,2\n" > data.csv &&
+	r=$(api PUT "/v1/sessions/$S/files?path=in/data.csv&mode=0600" "${A[@]}" --data-binary @data.csv) &&
+	expect_eq "$(code "$r")" 201 && expect_eq "$(field "$r" "d[\"sha256\"]")" "$(sha256sum data.csv | cut -d" " -f1)" &&
+	r=$(ex "$S" "{\"code\": \"import pandas as pd; print(pd.read_csv(\\\"in/data.csv\\\").b.sum()); open(\\\"out.txt\\\", \\\"w\\\").write(\\\"made\\\")\"}") &&
+	expect_eq "$(field "$r" "d[\"stdout\"]")" 2 &&
+	curl -sS --unix-socket "$SOCK" "${A[@]}" -o got.txt "http://w/v1/sessions/$S/files?path=/workspace/out.txt" &&
+	expect_eq "$(cat got.txt)" made &&
+	r=$(api GET "/v1/sessions/$S/files" "${A[@]}") &&
+	expect_eq "$(field "$r" "[[e[\"type\"], e[\"size\"], e[\"mode\"]] for e in d[\"entries\"] if e[\"path\"] == \"in/data.csv\"][0]")" "[\"file\", 8, \"0600\"]" &&
+	expect_eq "$(field "$r" "all(e[\"mtime\"] > 1e9 for e in d[\"entries\"])")" true &&
+	r=$(api DELETE "/v1/sessions/$S/files?path=in" "${A[@]}") && expect_eq "$(code "$r")" 200 &&
+	r=$(api GET "/v1/sessions/$S/files?path=in/data.csv" "${A[@]}") && expect_eq "$(code "$r")" 404
+'
+test_expect_success SERVE 'files: no way out of the workspace (.., absolute, symlinks, mounts); size cap; scope' '
+	for p in ../etc/passwd /etc/passwd a/../../x "a//b" ""; do
+		r=$(api PUT "/v1/sessions/$S/files?path=$p" "${A[@]}" -d x) && expect_eq "$(code "$r")" 400 || exit 1
+	done
+	api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": \"ln -s /etc/passwd pw; ln -s / rootdir; ln -s /tmp tmpl\"}" > /dev/null &&
+	r=$(api GET "/v1/sessions/$S/files?path=pw" "${A[@]}") && expect_eq "$(code "$r")" 400 &&
+	expect_eq "$(field "$r" "d[\"error\"][\"code\"]")" path_not_allowed &&
+	r=$(api PUT "/v1/sessions/$S/files?path=rootdir/etc/evil" "${A[@]}" -d x) && expect_eq "$(code "$r")" 400 &&
+	r=$(api PUT "/v1/sessions/$S/files?path=pw" "${A[@]}" -d x) && expect_eq "$(code "$r")" 400 &&
+	r=$(api GET "/v1/sessions/$S/files?path=tmpl" "${A[@]}") && expect_eq "$(code "$r")" 400 &&
+	expect_eq "$(head -c 5 /etc/passwd)" "root:" &&
+	head -c 1100000 /dev/zero > big &&
+	r=$(api PUT "/v1/sessions/$S/files?path=big" "${A[@]}" --data-binary @big) && expect_eq "$(code "$r")" 413 &&
+	r=$(api GET "/v1/sessions/$S/files" "${NOFILES[@]}") && expect_eq "$(code "$r")" 403 &&
+	expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" scope
+'
+test_expect_success SERVE 'an uploaded file belongs to the sandbox user, who can change it' '
+	api PUT "/v1/sessions/$S/files?path=mine.txt" "${A[@]}" -d v1 > /dev/null &&
+	r=$(ex "$S" "{\"code\": \"import os; open(\\\"mine.txt\\\", \\\"a\\\").write(\\\"+\\\"); print(os.stat(\\\"mine.txt\\\").st_uid == os.getuid())\"}") &&
+	expect_eq "$(field "$r" "d[\"stdout\"]")" True
+'
+test_expect_success SERVE,PIP 'a package installed with pip --user is importable in the next call' '
+	python3 - <<-\EOF &&
+	import zipfile
+	with zipfile.ZipFile("wardpkg-1.0-py3-none-any.whl", "w") as z:
+	    z.writestr("wardpkg/__init__.py", "VALUE = 42\n")
+	    z.writestr("wardpkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: wardpkg\nVersion: 1.0\n")
+	    z.writestr("wardpkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+	    z.writestr("wardpkg-1.0.dist-info/RECORD", "")
+	EOF
+	r=$(api PUT "/v1/sessions/$S/files?path=wardpkg-1.0-py3-none-any.whl" "${A[@]}" --data-binary @wardpkg-1.0-py3-none-any.whl) &&
+	expect_eq "$(code "$r")" 201 &&
+	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": \"python3 -m pip install --user --no-index wardpkg-1.0-py3-none-any.whl\", \"timeout\": 25}") &&
+	expect_eq "$(field "$r" "d[\"status\"]")" ok &&
+	r=$(ex "$S" "{\"code\": \"import wardpkg; print(wardpkg.VALUE)\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 42
+'
+test_expect_success SERVE,NPM,NODE 'a package installed with npm into the workspace is requirable in the next call' '
+	r=$(api PUT "/v1/sessions/$S/files?path=pkgs/wardnpm/package.json" "${A[@]}" -d "{\"name\": \"wardnpm\", \"version\": \"1.0.0\", \"main\": \"index.js\"}") &&
+	r=$(api PUT "/v1/sessions/$S/files?path=pkgs/wardnpm/index.js" "${A[@]}" -d "module.exports = { value: 43 };") &&
+	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": \"npm install --offline --no-audit --no-fund ./pkgs/wardnpm\", \"timeout\": 25}") &&
+	expect_eq "$(field "$r" "d[\"status\"]")" ok &&
+	r=$(ex "$S" "{\"language\": \"node\", \"code\": \"console.log(require(\\\"wardnpm\\\").value)\"}") &&
+	expect_eq "$(field "$r" "d[\"stdout\"]")" 43
+'
+test_expect_success SERVE 'a second call while one runs is 409; DELETE of the execution kills it quickly; the session stays usable' '
+	ex "$S" "{\"code\": \"y = 5\"}" > /dev/null &&
+	curl -sS -N -m 20 --unix-socket "$SOCK" "${A[@]}" -H "Accept: application/x-ndjson" \
+		-d "{\"code\": \"while True: pass\"}" "http://w/v1/sessions/$S/execute" > stream.ndjson &
+	cpid=$!
+	for _ in $(seq 100); do [ -s stream.ndjson ] && break; sleep 0.02; done
+	E=$(head -n1 stream.ndjson | ward_json id) && sleep 0.3 &&
+	r=$(ex "$S" "{\"code\": \"1\"}") && expect_eq "$(code "$r")" 409 &&
+	expect_eq "$(field "$r" "d[\"error\"][\"code\"]")" session_busy &&
+	t0=$(date +%s%N) && r=$(api DELETE "/v1/executions/$E" "${A[@]}") && expect_eq "$(code "$r")" 202 &&
+	wait $cpid && t1=$(date +%s%N) &&
+	expect_eq "$(tail -n1 stream.ndjson | ward_json status)" killed &&
+	[ $(( (t1 - t0) / 1000000 )) -lt 1000 ] &&
+	r=$(ex "$S" "{\"code\": \"print(y)\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 5
+'
+test_expect_success SERVE 'a call past its timeout is reported as timeout; the context keeps its state' '
+	r=$(ex "$S" "{\"code\": \"import time\\nwhile True: time.sleep(0.01)\", \"timeout\": 0.5}") &&
+	expect_eq "$(field "$r" "d[\"status\"]")" timeout && expect_eq "$(field "$r" "d[\"limit\"][\"name\"]")" timeout &&
+	r=$(ex "$S" "{\"code\": \"print(y + 1)\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 6
+'
+test_expect_success SERVE,ROOT 'out of memory in a context is memory_limit, not a crash; the session goes on' '
+	M=$(new_session "{\"policy\": {\"limits\": {\"memory\": \"192M\"}}}") &&
+	r=$(ex "$M" "{\"code\": \"z = 1\"}") &&
+	r=$(ex "$M" "{\"code\": \"b = bytearray(600 << 20)\"}") &&
+	expect_eq "$(field "$r" "d[\"status\"]")" memory_limit && expect_eq "$(field "$r" "d[\"limit\"][\"name\"]")" memory &&
+	expect_eq "$(field "$r" "d[\"context_lost\"]")" true &&
+	r=$(ex "$M" "{\"code\": \"print(2 + 2)\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 4 &&
+	expect_eq "$(code "$(api DELETE "/v1/sessions/$M" "${A[@]}")")" 200
+'
+test_expect_success SERVE 'NDJSON from a session: start, streams in order, the verdict last' '
+	curl -sS --unix-socket "$SOCK" "${A[@]}" -H "Accept: application/x-ndjson" \
+		-d "{\"code\": \"import time\\nfor i in range(3):\\n    print(i, flush=True); time.sleep(0.1)\"}" \
+		"http://w/v1/sessions/$S/execute" > ev.ndjson &&
+	python3 - ev.ndjson <<-\EOF
+	import json, sys
+	ev = [json.loads(l) for l in open(sys.argv[1])]
+	assert ev[0]["event"] == "start" and ev[0]["session_id"].startswith("se_"), ev[0]
+	assert ev[-1]["event"] == "verdict" and ev[-1]["status"] == "ok", ev[-1]
+	text = "".join(e["text"] for e in ev if e["event"] == "stream")
+	assert text == "0\n1\n2\n", text
+	EOF
+'
+test_expect_success SERVE 'another tenant cannot list, read, execute in, use files of, or delete the session' '
+	r=$(api GET /v1/sessions "${B[@]}") && expect_eq "$(field "$r" "len(d[\"sessions\"])")" 0 &&
+	expect_eq "$(code "$(api GET "/v1/sessions/$S" "${B[@]}")")" 404 &&
+	expect_eq "$(code "$(api POST "/v1/sessions/$S/execute" "${B[@]}" -d "{\"code\": \"1\"}")")" 404 &&
+	expect_eq "$(code "$(api POST "/v1/sessions/$S/commands" "${B[@]}" -d "{\"cmd\": \"true\"}")")" 404 &&
+	expect_eq "$(code "$(api GET "/v1/sessions/$S/files?path=out.txt" "${B[@]}")")" 404 &&
+	expect_eq "$(code "$(api DELETE "/v1/sessions/$S" "${B[@]}")")" 404 &&
+	expect_eq "$(code "$(api GET "/v1/sessions/$S" "${A[@]}")")" 200
+'
+test_expect_success SERVE 'quotas: sessions per tenant and tenant memory answer 429 naming the quota' '
+	r=$(api POST /v1/sessions "${SMALL[@]}" -d "{\"policy\": {\"limits\": {\"memory\": \"128M\"}}}") && expect_eq "$(code "$r")" 201 &&
+	Q=$(field "$r" "d[\"id\"]") &&
+	r=$(api POST /v1/sessions "${SMALL[@]}" -d "{}") && expect_eq "$(code "$r")" 429 &&
+	expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" max_sessions_per_tenant &&
+	r=$(api POST /v1/executions "${SMALL[@]}" -d "{\"command\": [\"true\"], \"policy\": {\"limits\": {\"memory\": \"256M\"}}}") &&
+	expect_eq "$(code "$r")" 429 && expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" tenant_memory &&
+	r=$(api POST /v1/executions "${SMALL[@]}" -d "{\"command\": [\"true\"], \"policy\": {\"limits\": {\"memory\": \"64M\"}}}") &&
+	expect_eq "$(code "$r")" 200 &&
+	expect_eq "$(code "$(api DELETE "/v1/sessions/$Q" "${SMALL[@]}")")" 200 &&
+	r=$(api POST /v1/executions "${SMALL[@]}" -d "{\"command\": [\"true\"], \"policy\": {\"limits\": {\"memory\": \"256M\"}}}") &&
+	expect_eq "$(code "$r")" 200
+'
+test_expect_success SERVE 'an idle session expires after its TTL (audited); a call extends it' '
+	T=$(new_session "{\"ttl\": 1.5}") && sleep 1 &&
+	r=$(ex "$T" "{\"code\": \"1\"}") && sleep 1 &&
+	expect_eq "$(field "$(api GET "/v1/sessions/$T" "${A[@]}")" "d[\"status\"]")" ready &&
+	sleep 1.5 && r=$(api GET "/v1/sessions/$T" "${A[@]}") &&
+	expect_eq "$(field "$r" "d[\"status\"]")" expired && expect_contains "$(field "$r" "d[\"reason\"]")" TTL &&
+	r=$(ex "$T" "{\"code\": \"1\"}") && expect_eq "$(code "$r")" 410 &&
+	grep -q "\"event\":\"session.expired\".*$T" "$AUDIT"
+'
+test_expect_success SERVE 'metrics count live sessions' '
+	m=$(api GET /metrics "${A[@]}") && n=$(grep "^ward_active_sessions " <<<"$m" | cut -d" " -f2) &&
+	X=$(new_session) && m=$(api GET /metrics "${A[@]}") &&
+	expect_eq "$(grep "^ward_active_sessions " <<<"$m" | cut -d" " -f2)" $((n + 1)) &&
+	expect_contains "$m" "ward_tenant_active_sessions{tenant=\"acme\"}" &&
+	api DELETE "/v1/sessions/$X" "${A[@]}" > /dev/null &&
+	m=$(api GET /metrics "${A[@]}") && expect_eq "$(grep "^ward_active_sessions " <<<"$m" | cut -d" " -f2)" "$n"
+'
+test_expect_success SERVE 'DELETE ends the session: its processes are gone, then it is 404' '
+	X=$(new_session) &&
+	r=$(api POST "/v1/sessions/$X/commands" "${A[@]}" -d "{\"cmd\": \"exec sleep $((marker + 1))\", \"background\": true}") &&
+	for _ in $(seq 50); do pgrep -f "^sleep $((marker + 1))" > /dev/null && break; sleep 0.05; done &&
+	expect_eq "$(code "$(api DELETE "/v1/sessions/$X" "${A[@]}")")" 200 &&
+	sleep 0.2 && expect_eq "$(pgrep -f "^sleep $((marker + 1))" | wc -l)" 0 &&
+	sleep 0.1 && expect_eq "$(code "$(api GET "/v1/sessions/$X" "${A[@]}")")" 404
+'
+test_expect_success SERVE 'after a SIGKILL of the daemon, the next start removes what it left and marks its sessions lost' '
+	L=$(new_session) &&
+	api POST "/v1/sessions/$L/commands" "${A[@]}" -d "{\"cmd\": \"exec sleep $((marker + 2))\", \"background\": true}" > /dev/null &&
+	for _ in $(seq 50); do pgrep -f "^sleep $((marker + 2))" > /dev/null && break; sleep 0.05; done &&
+	old=$(cat "$D/pid") && ls "$D/run/state/sessions/$L.json" &&
+	kill -KILL "$old" && for _ in $(seq 100); do [ -f "$D/rc" ] && break; sleep 0.05; done &&
+	start_daemon &&
+	r=$(api GET "/v1/sessions/$L" "${A[@]}") && expect_eq "$(field "$r" "d[\"status\"]")" lost &&
+	r=$(ex "$L" "{\"code\": \"1\"}") && expect_eq "$(code "$r")" 410 &&
+	expect_eq "$(pgrep -f "^sleep $((marker + 2))" | wc -l)" 0 &&
+	expect_eq "$(ls "$D/run/state/sessions" | wc -l)" 0 &&
+	expect_eq "$(find /sys/fs/cgroup -maxdepth 6 -name "ward-$old-*" 2>/dev/null | wc -l)" 0 &&
+	grep -q "\"event\":\"session.lost\".*$L" "$AUDIT"
+'
+test_expect_success SERVE 'SIGTERM ends every session; nothing is left' '
+	X=$(new_session) &&
+	api POST "/v1/sessions/$X/commands" "${A[@]}" -d "{\"cmd\": \"exec sleep $((marker + 3))\", \"background\": true}" > /dev/null &&
+	pid=$(cat "$D/pid") && stop_daemon && expect_eq "$(cat "$D/rc")" 0 &&
+	expect_eq "$(pgrep -f "^sleep $((marker + 3))" | wc -l)" 0 &&
+	expect_eq "$(ls "$D/run/state/sessions" | wc -l)" 0 &&
+	expect_eq "$(find /sys/fs/cgroup -maxdepth 6 -name "ward-$pid-*" 2>/dev/null | wc -l)" 0
+'
+test_expect_success SERVE 'the audit log verifies and records sessions, calls, files and the loss' '
+	"$WARD" audit verify "$AUDIT" &&
+	for e in session.create session.call file.upload file.download file.delete session.delete session.expired session.lost session.shutdown; do
+		grep -q "\"event\":\"$e\"" "$AUDIT" || { echo "no $e"; exit 1; }
+	done
+'
+test_done
