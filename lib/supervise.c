@@ -227,6 +227,7 @@ static void fill_limits(struct ward_sandbox *r, struct ward_verdict *v)
 	if (r->have_cg && ward_cgroup_read_stats(&r->cg, &st) == 0) {
 		v->usage.peak_memory_bytes = st.memory_peak;
 		v->usage.processes_peak = st.pids_peak;
+		v->usage.forks_refused = st.pids_max_events;
 		if (st.cpu_user_us || st.cpu_sys_us) {
 			v->usage.cpu_user_ms = st.cpu_user_us / 1000;
 			v->usage.cpu_sys_ms = st.cpu_sys_us / 1000;

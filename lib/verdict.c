@@ -125,12 +125,13 @@ WARD_EXPORT json_t *ward_verdict_to_object(const struct ward_verdict *v)
 	} else {
 		json_object_set_new(o, "limit", json_null());
 	}
-	json_object_set_new(o, "usage", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(o, "usage", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"wall_ms", (json_int_t)v->usage.wall_ms,
 		"cpu_user_ms", (json_int_t)v->usage.cpu_user_ms,
 		"cpu_sys_ms", (json_int_t)v->usage.cpu_sys_ms,
 		"peak_memory_bytes", (json_int_t)v->usage.peak_memory_bytes,
 		"processes_peak", (json_int_t)v->usage.processes_peak,
+		"forks_refused", (json_int_t)v->usage.forks_refused,
 		"output_bytes", (json_int_t)v->usage.output_bytes));
 	json_object_set_new(o, "stdout", text(&v->out));
 	json_object_set_new(o, "stderr", text(&v->err));

@@ -42,6 +42,7 @@ struct ward_usage {
 	uint64_t cpu_sys_ms;
 	uint64_t peak_memory_bytes;
 	uint64_t processes_peak;
+	uint64_t forks_refused;      /* forks the pids limit refused (cgroup) */
 	uint64_t output_bytes;      /* produced, including what was dropped */
 };
 

@@ -271,6 +271,12 @@ static void adjust_verdict(struct job *j, struct ward_verdict *v)
 	if (j->out.violation) {
 		v->status = WARD_STATUS_POLICY_VIOLATION;
 		v->exit_code = EXIT_LINT;
+	} else if (j->code_failed && v->usage.forks_refused) {
+		/* the code failed after the pids limit refused it a process */
+		v->status = WARD_STATUS_PIDS_LIMIT;
+		v->exit_code = 1;
+		v->limit = "pids";
+		v->limit_value = j->policy.pids;
 	} else if (j->code_failed) {
 		v->status = WARD_STATUS_ERROR;
 		v->exit_code = 1;

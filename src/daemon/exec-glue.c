@@ -141,6 +141,12 @@ void exec_out_adjust(struct exec_out *o, struct ward_verdict *v, const struct wa
 	if (o->violation) {
 		v->status = WARD_STATUS_POLICY_VIOLATION;
 		v->exit_code = 3;
+	} else if (o->code_failed && v->usage.forks_refused) {
+		/* the code failed after the pids limit refused it a process */
+		v->status = WARD_STATUS_PIDS_LIMIT;
+		v->exit_code = 1;
+		v->limit = "pids";
+		v->limit_value = p->pids;
 	} else if (o->code_failed) {
 		v->status = WARD_STATUS_ERROR;
 		v->exit_code = 1;

@@ -216,6 +216,8 @@ static bool stop_done(struct srv *s, uint64_t *drain_until)
 	if (s->execs && !s->killed_all && now >= s->stop_deadline_ns) {
 		s->killed_all = true;
 		exec_kill_all(s);
+		/* a session's call ends with its sandbox, whatever its agent does */
+		session_destroy_all(s, "the daemon stopped");
 	}
 	if (s->execs)
 		return false;

@@ -84,6 +84,16 @@ test_expect_success 'a setup failure is setup_failed with the layer' '
 	verdict --ro /nonexistent-ward-src -- true > v.json; rc=$?
 	expect_eq $rc 125 && expect_eq "$(field status)" setup_failed && expect_eq "$(field error.layer)" mount
 '
+test_expect_success CGROUP 'a fork bomb the kernel survives is pids_limit too, not a plain error (ward exec)' '
+	"$WARD" exec --json --lang python --pids 16 -c "import os
+while True: os.fork()" > v.json
+	expect_eq "$(field status)" pids_limit && expect_eq "$(field limit.name)" pids &&
+	expect_eq "$(field limit.value)" 16 && [ "$(field usage.forks_refused)" -gt 0 ]
+'
+test_expect_success CGROUP 'a cell that fails for its own reasons stays an error (forks_refused is 0)' '
+	"$WARD" exec --json --lang python --pids 16 -c "raise ValueError(1)" > v.json
+	expect_eq "$(field status)" error && expect_eq "$(field usage.forks_refused)" 0
+'
 test_expect_success CGROUP '--cpus caps the CPU quota' '
 	verdict --cpus 0.2 --timeout 2 -- python3 -c "while True: pass" > v.json
 	cpu=$(( $(field usage.cpu_user_ms) + $(field usage.cpu_sys_ms) ))
