@@ -25,7 +25,7 @@ Design:
   output_limit) for command_status_request.
 - One foreground request at a time (an Exec or a foreground Command).
   Interrupting an Exec sends SIGINT to the kernel and kills its group if no
-  reply came within 100 ms; a Command's group is killed at once.
+  reply came within 50 ms; a Command's group is killed at once.
 - fd 0 and fd 1 are kept as private close-on-exec duplicates for the
   protocol; fd 0 then reads /dev/null and fd 1 goes to fd 2, so a stray print
   cannot corrupt the protocol.
@@ -46,7 +46,7 @@ AGENT_VERSION = "1"
 LINE_CAP = 64 << 20                  # bytes of one line from a kernel (or of one request)
 READ_SIZE = 1 << 16
 START_TIMEOUT = 60.0                 # seconds a kernel has to say `status`
-INTERRUPT_GRACE = 0.1                # seconds a kernel has to reply after SIGINT
+INTERRUPT_GRACE = 0.05               # seconds a kernel has to reply after SIGINT
 EXIT_DRAIN = 0.2                     # seconds a command's pipes may stay open after it exited
 MAX_COMMANDS = 64                    # background commands' records kept
 DEFAULT_OUTPUT_LIMIT = 1 << 20
