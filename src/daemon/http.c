@@ -367,8 +367,9 @@ static int public_route(struct req *rq, struct MHD_Connection *c, const char *ur
 	bool get = strcmp(method, "GET") == 0;
 	if (strcmp(url, "/healthz") == 0 && get) {
 		rq->answered = true;
-		json_t *b = json_pack("{s:s, s:i, s:b}", "status", s->stopping ? "stopping" : "ok",
-				      "running", (int)s->running, "keys_loaded", s->keys != NULL);
+		json_t *b = json_pack("{s:s, s:i, s:i, s:b}", "status", s->stopping ? "stopping" : "ok",
+				      "running", (int)s->running, "sessions", (int)s->n_sessions,
+				      "keys_loaded", s->keys != NULL);
 		int r = srv_respond_json(c, s->stopping ? 503 : 200, b);
 		json_decref(b);
 		return r;

@@ -287,6 +287,25 @@ test_expect_success SERVE 'DELETE ends the session: its processes are gone, then
 	sleep 0.2 && expect_eq "$(pgrep -f "^sleep $((marker + 1))" | wc -l)" 0 &&
 	sleep 0.1 && expect_eq "$(code "$(api GET "/v1/sessions/$X" "${A[@]}")")" 404
 '
+test_expect_success SERVE 'no daemon fd is left over by sessions, calls, files, cancels and ends' '
+	pid=$(cat "$D/pid") && n0=$(ls /proc/$pid/fd | wc -l) &&
+	h0=$(curl -sS --unix-socket "$SOCK" http://w/healthz | ward_json sessions) &&
+	for i in 1 2 3; do
+		X=$(new_session) &&
+		ex "$X" "{\"code\": \"print(1)\"}" > /dev/null &&
+		api POST "/v1/sessions/$X/commands" "${A[@]}" -d "{\"cmd\": \"true\"}" > /dev/null &&
+		api PUT "/v1/sessions/$X/files?path=f" "${A[@]}" -d x > /dev/null &&
+		api GET "/v1/sessions/$X/files?path=f" "${A[@]}" > /dev/null &&
+		api GET "/v1/sessions/$X/files" "${A[@]}" > /dev/null &&
+		curl -sS -N -m 0.5 --unix-socket "$SOCK" "${A[@]}" -H "Accept: application/x-ndjson" \
+			-d "{\"code\": \"while True: pass\"}" "http://w/v1/sessions/$X/execute" > /dev/null 2>&1
+		sleep 0.1
+		expect_eq "$(field "$(api GET "/v1/sessions/$X" "${A[@]}")" "d[\"status\"]")" ready &&
+		api DELETE "/v1/sessions/$X" "${A[@]}" > /dev/null || exit 1
+	done
+	sleep 0.2 && expect_eq "$(ls /proc/$pid/fd | wc -l)" "$n0" &&
+	expect_eq "$(curl -sS --unix-socket "$SOCK" http://w/healthz | ward_json sessions)" "$h0"
+'
 test_expect_success SERVE 'after a SIGKILL of the daemon, the next start removes what it left and marks its sessions lost' '
 	L=$(new_session) &&
 	api POST "/v1/sessions/$L/commands" "${A[@]}" -d "{\"cmd\": \"exec sleep $((marker + 2))\", \"background\": true}" > /dev/null &&
