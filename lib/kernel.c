@@ -101,7 +101,7 @@ static int find_runners(const char *given, char *out, size_t len, struct ward_er
 			      "no runners directory found (set WARD_RUNNERS)");
 }
 
-static char *kernel_config(const struct ward_policy *p, json_t *lint)
+static char *kernel_config(const struct ward_policy *p, json_t *lint, bool session)
 {
 	json_t *c = json_pack("{s:I, s:I, s:I, s:I, s:s, s:[s,s]}",
 			      "output_limit", (json_int_t)p->output_limit,
@@ -117,18 +117,20 @@ static char *kernel_config(const struct ward_policy *p, json_t *lint)
 			json_array_append_new(w, json_string(p->binds[i].inside));
 	if (lint)
 		json_object_set(c, "lint", lint);
+	if (session) /* a session's kernels live across calls: the cap is per call */
+		json_object_set_new(c, "output_per_request", json_true());
 	char *s = json_dumps(c, JSON_COMPACT);
 	json_decref(c);
 	return s;
 }
 
 static int prepare_policy(struct ward_kernel *k, const struct ward_policy *src, json_t *lint,
-			  struct ward_error *err)
+			  bool session, struct ward_error *err)
 {
 	int r = ward_policy_copy(&k->policy, src, err);
 	if (r < 0)
 		return r;
-	_cleanup_free_ char *cfg = kernel_config(src, lint);
+	_cleanup_free_ char *cfg = kernel_config(src, lint, session);
 	if (!cfg)
 		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
 	size_t n = strlen(cfg) + 32;
@@ -441,7 +443,7 @@ static int kernel_launch(const struct ward_policy *policy, const struct ward_ker
 	if (r == 0)
 		r = find_runners(o->runners_dir, k->runners, sizeof(k->runners), err);
 	if (r == 0)
-		r = prepare_policy(k, policy, o->lint, err);
+		r = prepare_policy(k, policy, o->lint, o->session, err);
 	if (r == 0) {
 		k->bind = (struct ward_bind){ .host = k->runners, .inside = RUNNERS_INSIDE };
 		struct ward_sandbox_options so = {
@@ -676,4 +678,9 @@ WARD_EXPORT int ward_kernel_send(struct ward_kernel *k, const char *type, json_t
 	if (k->dead)
 		return -ECHILD;
 	return send_request(k, type, content, id, WARD_KERNEL_ID_SIZE, err);
+}
+
+WARD_EXPORT void ward_kernel_new_budget(struct ward_kernel *k)
+{
+	k->proto_total = 0;
 }

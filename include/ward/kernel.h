@@ -156,6 +156,10 @@ void ward_kernel_listen(struct ward_kernel *k, ward_kernel_cb cb, void *ctx);
 int ward_kernel_send(struct ward_kernel *k, const char *type, json_t *content,
 		     char id[WARD_KERNEL_ID_SIZE], struct ward_error *err);
 
+/* The protocol channel's byte cap counts from here again: a session
+ * calls it at each call, so the cap holds per call, not per lifetime. */
+void ward_kernel_new_budget(struct ward_kernel *k);
+
 #ifdef __cplusplus
 }
 #endif

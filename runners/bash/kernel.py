@@ -163,6 +163,7 @@ class Kernel:
             cfg = {}
         limit = cfg.get("output_limit")
         self.used = 0
+        self.per_request = cfg.get("output_per_request") is True  # a session's kernel
         self.limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0 else None
         writable = cfg.get("writable")
         self.writable = [w for w in writable if isinstance(w, str)] if isinstance(writable, list) else ["/workspace", "/tmp"]
@@ -450,6 +451,8 @@ class Kernel:
         self.count += 1
         req = Request(rid)
         self.req = req
+        if self.per_request:
+            self.used = 0
         try:
             path = self.write_cell(self.count, code)
         except OSError as e:

@@ -88,6 +88,7 @@ try {
 }
 delete process.env.WARD_KERNEL_CONFIG;
 const OUTPUT_LIMIT = Number.isFinite(config.output_limit) && config.output_limit >= 0 ? config.output_limit : null;
+const OUTPUT_PER_REQUEST = config.output_per_request === true;
 const WRITABLE = Array.isArray(config.writable) ? config.writable.filter((p) => typeof p === 'string') : ['/workspace', '/tmp'];
 const NETWORK = typeof config.network === 'string' ? config.network : null;
 const MEMORY_LIMIT = Number.isFinite(config.memory_limit) && config.memory_limit > 0 ? config.memory_limit : null;
@@ -1455,6 +1456,7 @@ function beginRequest(id) {
   failedP.catch(() => {});
   flushStream();
   const req = { id, truncated: { stdout: false, stderr: false }, active: true, failed: failedP, fail: (e) => reject({ uncaught: e }) };
+  if (OUTPUT_PER_REQUEST) outputUsed = 0; // a session's kernel: the cap holds per request
   current = req;
   lastReq = req;
   return req;

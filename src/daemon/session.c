@@ -881,6 +881,7 @@ static int start_call(struct session *se, struct MHD_Connection *c, enum exec_ki
 		return fail(c, 500, "internal", NULL, "out of memory");
 	char id[WARD_KERNEL_ID_SIZE];
 	json_object_set_new(content, "timeout_ms", json_integer((json_int_t)timeout_ms));
+	ward_kernel_new_budget(se->k);
 	int r = ward_kernel_send(se->k, type, content, id, &err);
 	ward_sandbox_stats(session_sandbox(se), &se->before);
 	se->fg = ex;

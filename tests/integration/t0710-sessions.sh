@@ -227,6 +227,16 @@ test_expect_success SERVE,ROOT 'out of memory in a context is memory_limit, not 
 	r=$(ex "$M" "{\"code\": \"print(2 + 2)\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 4 &&
 	expect_eq "$(code "$(api DELETE "/v1/sessions/$M" "${A[@]}")")" 200
 '
+test_expect_success SERVE 'an output flood is cut at the output limit (output_limit); the session goes on' '
+	O=$(new_session "{\"policy\": {\"limits\": {\"output\": \"64K\"}}}") &&
+	r=$(ex "$O" "{\"code\": \"for i in range(64): print(\\\"x\\\" * 8192)\"}") &&
+	expect_eq "$(field "$r" "d[\"status\"]")" output_limit &&
+	expect_eq "$(field "$r" "d[\"stdout_truncated\"]")" true &&
+	expect_eq "$(field "$r" "len(d[\"stdout\"]) <= 65536")" true &&
+	r=$(ex "$O" "{\"code\": \"print(3)\"}") && expect_eq "$(field "$r" "d[\"status\"]")" ok &&
+	expect_eq "$(field "$r" "d[\"stdout\"]")" 3 &&
+	api DELETE "/v1/sessions/$O" "${A[@]}" > /dev/null
+'
 test_expect_success SERVE 'NDJSON from a session: start, streams in order, the verdict last' '
 	curl -sS --unix-socket "$SOCK" "${A[@]}" -H "Accept: application/x-ndjson" \
 		-d "{\"code\": \"import time\\nfor i in range(3):\\n    print(i, flush=True); time.sleep(0.1)\"}" \

@@ -45,6 +45,8 @@ class Kernel:
             os.environ.setdefault("XDG_CACHE_HOME", "/tmp/.cache")
         limit = config.get("output_limit")
         self.ch = Channel(limit if type(limit) is int and limit > 0 else None)
+        # in a session the cap holds per request, not over the kernel's life
+        self.ch.per_request = config.get("output_per_request") is True
         sys.stdout = Writer(self.ch, "stdout", 1)
         sys.stderr = Writer(self.ch, "stderr", 2)
         sys.argv = [""]

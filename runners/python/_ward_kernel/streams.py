@@ -37,6 +37,7 @@ class Channel:
         self.parent = None
         self.limit = output_limit
         self.used = 0
+        self.per_request = False
         self.truncated = {"stdout": False, "stderr": False}
         self.pending, self.pending_name, self.pending_len, self.pending_since = [], None, 0, 0.0
         self.last_sent = 0.0
@@ -244,6 +245,8 @@ class Channel:
             self.flush()             # leftovers still belong to the previous request
             self.parent = parent
             self.truncated = {"stdout": False, "stderr": False}
+            if self.per_request:
+                self.used = 0
 
     def set_busy(self, busy):
         self.busy = busy
