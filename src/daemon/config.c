@@ -34,7 +34,7 @@ static const struct setting settings[] = {
 	S("max-header", K_SIZE, max_header, "request header memory limit (default 32k)"),
 	S("grace", K_DUR, grace_ms, "SIGTERM: time running executions get (default 10s)"),
 	S("max-executions", K_UINT, max_executions, "running at once (default 64)"),
-	S("max-per-tenant", K_UINT, max_per_tenant, "running at once per tenant (default 16)"),
+	S("max-per-tenant", K_UINT, max_per_tenant, "sandboxes at once per tenant, executions and sessions (default 16)"),
 	S("policy", K_STR, policy_file, "default policy file (JSON)"),
 	S("runners", K_STR, runners, "language runners directory"),
 	S("state-dir", K_STR, state_dir, "what a restart needs (default: state/ beside the socket)"),

@@ -215,8 +215,13 @@ static int quota_check(struct req *rq, struct MHD_Connection *c)
 	struct srv_tenant_count *t = metrics_tenant(s, rq->key.tenant);
 	struct sess_quota q;
 	srv_tenant_quota(s, rq->key.tenant, &q);
-	if (t && t->running >= q.max_per_tenant) {
-		snprintf(msg, sizeof(msg), "quota max_per_tenant (%llu) reached for tenant '%s'",
+	if (!t) {
+		snprintf(msg, sizeof(msg), "the daemon tracks at most %d tenants", SRV_MAX_TENANTS);
+		return answer_error(rq, c, 429, "quota_exceeded", "tenants", msg);
+	}
+	if (t->running + t->sessions >= q.max_per_tenant) {
+		snprintf(msg, sizeof(msg), "quota max_per_tenant (%llu sandboxes: executions and "
+			 "sessions) reached for tenant '%s'",
 			 (unsigned long long)q.max_per_tenant, rq->key.tenant);
 		return answer_error(rq, c, 429, "quota_exceeded", "max_per_tenant", msg);
 	}

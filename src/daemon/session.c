@@ -676,19 +676,26 @@ static int quota_refusal(struct srv *s, struct MHD_Connection *c, const char *te
 	struct srv_tenant_count *t = metrics_tenant(s, tenant);
 	if (s->stopping)
 		return fail(c, 503, "shutting_down", NULL, "the daemon is shutting down");
+	if (!t) /* quotas that cannot be counted are not granted */
+		return fail(c, 429, "quota_exceeded", "tenants",
+			    "the daemon tracks at most %d tenants", SRV_MAX_TENANTS);
 	if (s->n_sessions >= s->cfg.max_sessions)
 		return fail(c, 429, "quota_exceeded", "max_sessions",
 			    "quota max_sessions (%llu) reached; retry later",
 			    (unsigned long long)s->cfg.max_sessions);
-	if (t && t->sessions >= q.max_sessions_per_tenant)
+	if (t->running + t->sessions >= q.max_per_tenant)
+		return fail(c, 429, "quota_exceeded", "max_per_tenant",
+			    "quota max_per_tenant (%llu sandboxes: executions and sessions) reached "
+			    "for tenant '%s'", (unsigned long long)q.max_per_tenant, tenant);
+	if (t->sessions >= q.max_sessions_per_tenant)
 		return fail(c, 429, "quota_exceeded", "max_sessions_per_tenant",
 			    "quota max_sessions_per_tenant (%llu) reached for tenant '%s'",
 			    (unsigned long long)q.max_sessions_per_tenant, tenant);
-	if (q.tenant_memory && (t ? t->memory : 0) + memory > q.tenant_memory)
+	if (q.tenant_memory && t->memory + memory > q.tenant_memory)
 		return fail(c, 429, "quota_exceeded", "tenant_memory",
 			    "quota tenant_memory (%llu bytes) reached for tenant '%s': %llu in use, "
 			    "%llu asked", (unsigned long long)q.tenant_memory, tenant,
-			    (unsigned long long)(t ? t->memory : 0), (unsigned long long)memory);
+			    (unsigned long long)t->memory, (unsigned long long)memory);
 	return -1;
 }
 

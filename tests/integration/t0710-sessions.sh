@@ -50,17 +50,19 @@ code() { tail -n1 <<<"$1"; }
 # jq-like: field of the body, by a python expression on d
 field() { body "$1" | python3 -c "import json, sys; d = json.load(sys.stdin); v = $2; print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)"; }
 
-A=() B=() NOFILES=() SMALL=()
+A=() B=() NOFILES=() SMALL=() TINY=()
 if [ -z "${prereq_missing[SERVE]:-}" ]; then
 	cat > "$CONF" <<-EOF
 	{"max_sessions_per_tenant": 6, "session_ttl": 60,
-	 "tenants": {"small": {"max_sessions_per_tenant": 1, "tenant_memory": "300M"}},
+	 "tenants": {"small": {"max_sessions_per_tenant": 1, "tenant_memory": "300M"},
+	             "tiny": {"max_per_tenant": 1}},
 	 "max_file": "1M"}
 	EOF
 	A=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant acme --scopes sessions,files,execute,admin --json | key_of)")
 	B=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant beta --scopes sessions,files --json | key_of)")
 	NOFILES=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant acme --scopes sessions --json | key_of)")
 	SMALL=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant small --scopes sessions,execute --json | key_of)")
+	TINY=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant tiny --scopes sessions,execute --json | key_of)")
 	start_daemon
 fi
 new_session() { r=$(api POST /v1/sessions "${A[@]}" -d "${1:-{\}}") && [ "$(code "$r")" = 201 ] && field "$r" 'd["id"]'; }
@@ -271,6 +273,15 @@ test_expect_success SERVE 'quotas: sessions per tenant and tenant memory answer 
 	expect_eq "$(code "$(api DELETE "/v1/sessions/$Q" "${SMALL[@]}")")" 200 &&
 	r=$(api POST /v1/executions "${SMALL[@]}" -d "{\"command\": [\"true\"], \"policy\": {\"limits\": {\"memory\": \"256M\"}}}") &&
 	expect_eq "$(code "$r")" 200
+'
+test_expect_success SERVE 'quotas: a session is a sandbox: max_per_tenant counts sessions and executions together' '
+	r=$(api POST /v1/sessions "${TINY[@]}" -d "{}") && expect_eq "$(code "$r")" 201 && Q=$(field "$r" "d[\"id\"]") &&
+	r=$(api POST /v1/executions "${TINY[@]}" -d "{\"command\": [\"true\"]}") && expect_eq "$(code "$r")" 429 &&
+	expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" max_per_tenant &&
+	r=$(api POST /v1/sessions "${TINY[@]}" -d "{}") && expect_eq "$(code "$r")" 429 &&
+	expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" max_per_tenant &&
+	api DELETE "/v1/sessions/$Q" "${TINY[@]}" > /dev/null &&
+	r=$(api POST /v1/executions "${TINY[@]}" -d "{\"command\": [\"true\"]}") && expect_eq "$(code "$r")" 200
 '
 test_expect_success SERVE 'an idle session expires after its TTL (audited); a call extends it' '
 	T=$(new_session "{\"ttl\": 1.5}") && sleep 1 &&
