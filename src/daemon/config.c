@@ -295,5 +295,10 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
 		if (set_string(c, st, v, "--") < 0)
 			return -1;
 	}
+	if (c->session_ttl_ms > c->max_session_ttl_ms) {
+		fprintf(stderr, "ward: error: session-ttl (%llu ms) is above max-session-ttl (%llu ms)\n",
+			(unsigned long long)c->session_ttl_ms, (unsigned long long)c->max_session_ttl_ms);
+		return -1;
+	}
 	return 0;
 }

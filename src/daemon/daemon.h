@@ -128,6 +128,8 @@ int srv_respond_error(struct MHD_Connection *c, unsigned status, const char *cod
 		      const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 int srv_respond_json(struct MHD_Connection *c, unsigned status, json_t *body);
+/* For an answer queued without srv_respond_json: its status, for the audit. */
+void srv_note_status(unsigned status);
 
 /* execution.c */
 struct exec_request {

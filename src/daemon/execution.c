@@ -8,6 +8,7 @@
  * program or the client: a slow reader only grows its own (capped) buffer.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <microhttpd.h>
 #include <poll.h>
 #include <sodium.h>
@@ -641,6 +642,9 @@ static void session_status(struct execution *ex, json_t *reply,
 	v->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : 0;
 	v->signal = json_is_integer(sig) ? (int)json_integer_value(sig) : 0;
 	v->status = WARD_STATUS_OK;
+	bool stopped = strcmp(st, "killed") == 0 || strcmp(st, "timeout") == 0;
+	if (stopped && !v->signal) /* interrupted (SIGINT), or its context killed */
+		v->signal = json_is_true(json_object_get(reply, "context_lost")) ? SIGKILL : SIGINT;
 	if (strcmp(st, "killed") == 0) {
 		v->status = WARD_STATUS_KILLED;
 	} else if (strcmp(st, "timeout") == 0) {

@@ -4,11 +4,11 @@
  * that its init handed over: /workspace is opened with RESOLVE_IN_ROOT,
  * and every path below it with openat2(RESOLVE_BENEATH | NO_SYMLINKS |
  * NO_MAGICLINKS | NO_XDEV), so no "..", symlink or mount a program plants
- * can lead the daemon out of the workspace. Writes run with the fsuid and
- * fsgid of the workspace's owner (the sandbox user), which also drops the
- * daemon's file capabilities for their duration: the daemon can do there
- * exactly what the sandbox user can, and what it creates belongs to that
- * user. The tmpfs's size limit holds as for the program. Files move whole
+ * can lead the daemon out of the workspace. Every operation runs with the
+ * fsuid and fsgid of the workspace's owner (the sandbox user), which also
+ * drops the daemon's file capabilities for its duration: the daemon can do
+ * there exactly what the sandbox user can, and what it creates belongs to
+ * that user. The tmpfs's size limit holds as for the program. Files move whole
  * (capped by max_file), on the loop: large ones hold it for a few ms.
  */
 #include <dirent.h>
@@ -236,6 +236,7 @@ static int download(struct srv *s, struct MHD_Connection *c, struct session *se,
 			MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
 			MHD_add_response_header(resp, "Ward-File-Sha256", sha);
 			MHD_add_response_header(resp, "Ward-File-Mode", mode);
+			srv_note_status(200);
 			r = MHD_queue_response(c, 200, resp);
 			MHD_destroy_response(resp);
 			audit_file(s, se, "file.download", path, len, sha);
@@ -278,7 +279,7 @@ static int parent_dir(int ws, const char *path, const char **leaf)
 }
 
 static int upload(struct srv *s, struct MHD_Connection *c, struct session *se, int ws,
-		  const struct stat *owner, const char *path, const char *body, size_t len)
+		  const char *path, const char *body, size_t len)
 {
 	if (!*path)
 		return srv_respond_error(c, 400, "invalid_request", "path",
@@ -292,7 +293,6 @@ static int upload(struct srv *s, struct MHD_Connection *c, struct session *se, i
 			return srv_respond_error(c, 400, "invalid_request", "mode",
 						 "expected octal permissions like 0644 (at most 0777)");
 	}
-	struct fsid old = become(owner);
 	const char *leaf;
 	int e = 0, dir = parent_dir(ws, path, &leaf);
 	int fd = dir < 0 ? -1 : beneath(dir, leaf, O_WRONLY | O_CREAT | O_TRUNC, (unsigned)mode);
@@ -310,14 +310,13 @@ static int upload(struct srv *s, struct MHD_Connection *c, struct session *se, i
 		off += (size_t)n;
 	}
 	if (fd >= 0 && !e)
-		fchmod(fd, (mode_t)mode); /* O_CREAT's mode passes the umask; an existing file keeps its own */
+		fchmod(fd, (mode_t)mode); /* past the umask, and for a file that existed: mode= or 0644 */
 	if (e && fd >= 0)
 		unlinkat(dir, leaf, 0); /* no half-written file stays */
 	if (fd >= 0)
 		close(fd);
 	if (dir >= 0)
 		close(dir);
-	restore(old);
 	if (e)
 		return path_error(c, e, path);
 	char sha[65], m[8];
@@ -369,12 +368,11 @@ static int empty_dir(int dirfd, int depth)
 }
 
 static int delete(struct srv *s, struct MHD_Connection *c, struct session *se, int ws,
-		  const struct stat *owner, const char *path)
+		  const char *path)
 {
 	if (!*path)
 		return srv_respond_error(c, 400, "invalid_request", "path",
 					 "expected a path inside /workspace (not the workspace itself)");
-	struct fsid old = become(owner);
 	const char *slash = strrchr(path, '/'), *leaf = slash ? slash + 1 : path;
 	char parent[MAX_PATH_LEN + 1];
 	ward_strlcpy(parent, path, sizeof(parent));
@@ -394,7 +392,6 @@ static int delete(struct srv *s, struct MHD_Connection *c, struct session *se, i
 	}
 	if (dir >= 0)
 		close(dir);
-	restore(old);
 	if (e)
 		return path_error(c, e, path);
 	audit_file(s, se, "file.delete", path, 0, NULL);
@@ -427,14 +424,17 @@ int files_route(struct srv *s, struct MHD_Connection *c, struct session *se,
 					 "the session's workspace cannot be reached (its sandbox ended)");
 	}
 	int r;
+	/* every operation as the sandbox user, reads included */
+	struct fsid old = become(&owner);
 	if (strcmp(method, "GET") == 0)
 		r = download(s, c, se, ws, path);
 	else if (strcmp(method, "PUT") == 0)
-		r = upload(s, c, se, ws, &owner, path, body, len);
+		r = upload(s, c, se, ws, path, body, len);
 	else if (strcmp(method, "DELETE") == 0)
-		r = delete(s, c, se, ws, &owner, path);
+		r = delete(s, c, se, ws, path);
 	else
 		r = srv_respond_error(c, 405, "method_not_allowed", NULL, "method not allowed here");
+	restore(old);
 	close(ws);
 	return r;
 }

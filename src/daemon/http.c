@@ -36,6 +36,11 @@ struct req {
 /* The status of the last answer queued (for the audit line). */
 static unsigned last_status;
 
+void srv_note_status(unsigned status)
+{
+	last_status = status;
+}
+
 int srv_respond_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
 	char *txt = body ? json_dumps(body, JSON_COMPACT) : NULL;
@@ -581,20 +586,20 @@ static struct MHD_Daemon *start_one(struct srv *s, int listen_fd, const struct s
 	size_t mem = s->cfg.max_header < 8192 ? 8192 : (size_t)s->cfg.max_header;
 	if (listen_fd >= 0)
 		return MHD_start_daemon(flags, 0, NULL, NULL, handler, s,
+					MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 					MHD_OPTION_LISTEN_SOCKET, listen_fd,
 					MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
 					MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
 					MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
 					MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-					MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 					MHD_OPTION_END);
 	return MHD_start_daemon(flags, ntohs(sa->sin_port), NULL, NULL, handler, s,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_SOCK_ADDR, sa,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_END);
 }
 

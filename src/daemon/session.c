@@ -7,8 +7,10 @@
  * listening to every message and matching answers to requests by
  * parent_id: one call (an execute or a foreground command) at a time, plus
  * small requests (a background command's status, a kill) that may overlap
- * it. Everything the agent says is a claim from inside the sandbox: the
- * verdict of a call comes from the cgroup's counters and the daemon's own
+ * it. Everything the agent says is a claim from inside the sandbox, and
+ * can only be about the sandbox's own work: a call that failed is named by
+ * the cgroup's counters (an OOM kill or a refused fork during the call
+ * makes it memory_limit or pids_limit), its wall time is the daemon's own
  * clock, and a call the agent does not end in time is ended by killing
  * the whole sandbox.
  *
@@ -67,6 +69,7 @@ struct session {
 	struct execution *fg;
 	uint64_t fg_timeout_ms;
 	bool fg_interrupted;
+	bool backstopped;            /* killed because a call overran its timeout */
 	struct ward_sandbox_stats before;
 	json_t *contexts;            /* "lang/name" -> {language, context, executions} */
 	uint64_t n_calls;
@@ -243,6 +246,14 @@ static void end_session(struct session *se, const char *ended, const char *reaso
 		se->k = NULL;
 	}
 	unwatch(se);
+	if (se->backstopped) {
+		/* the call overran: its own timeout is the limit it met */
+		v.status = WARD_STATUS_TIMEOUT;
+		v.limit = "timeout";
+		v.limit_value = se->fg_timeout_ms;
+		if (!reason)
+			reason = "a call did not end within its timeout and 5 s more";
+	}
 	if (se->fg) {
 		struct execution *fg = se->fg;
 		se->fg = NULL;
@@ -455,8 +466,10 @@ static void backstop(struct session *se, uint64_t now)
 		send_interrupt(se, "timeout");
 		se->fg_interrupted = true;
 	}
-	if (now >= start + t + KILL_AFTER_MS * 1000000ull)
+	if (now >= start + t + KILL_AFTER_MS * 1000000ull && !se->backstopped) {
+		se->backstopped = true;
 		ward_sandbox_kill(session_sandbox(se), WARD_KILL_TIMEOUT);
+	}
 }
 
 void session_dispatch(struct srv *s, struct session *se)
@@ -865,9 +878,10 @@ static int gone(struct MHD_Connection *c, struct session *se)
 		    se->ended, se->reason);
 }
 
-static int start_call(struct session *se, struct MHD_Connection *c, enum exec_kind kind,
-		      const char *type, json_t *content, const char *lang, const char *context,
-		      uint64_t timeout_ms, struct route_out *out)
+static int start_call(struct session *se, struct MHD_Connection *c,
+		      const struct ward_key_info *key, enum exec_kind kind, const char *type,
+		      json_t *content, const char *lang, const char *context, uint64_t timeout_ms,
+		      struct route_out *out)
 {
 	struct srv *s = se->s;
 	if (se->fg)
@@ -882,7 +896,7 @@ static int start_call(struct session *se, struct MHD_Connection *c, enum exec_ki
 	bool stream = false;
 	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
 	stream = a && strstr(a, "application/x-ndjson");
-	struct execution *ex = exec_new_in_session(s, se, &se->key, kind, lang, context, &p, stream);
+	struct execution *ex = exec_new_in_session(s, se, key, kind, lang, context, &p, stream);
 	ward_policy_release(&p);
 	if (!ex)
 		return fail(c, 500, "internal", NULL, "out of memory");
@@ -896,8 +910,8 @@ static int start_call(struct session *se, struct MHD_Connection *c, enum exec_ki
 	se->fg_interrupted = false;
 	se->n_calls++;
 	exec_set_session_request(ex, id);
-	json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?}", "execution_id", exec_id(ex),
-			      "session_id", se->id, "tenant", se->key.tenant, "kind",
+	json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}", "execution_id", exec_id(ex),
+			      "session_id", se->id, "key_id", key->id, "tenant", key->tenant, "kind",
 			      kind == EXK_EXECUTE ? "execute" : "command", "language", lang,
 			      "context", context);
 	if (f) {
@@ -920,8 +934,8 @@ static int start_call(struct session *se, struct MHD_Connection *c, enum exec_ki
 	return MHD_YES;
 }
 
-static int execute(struct session *se, struct MHD_Connection *c, const char *body, size_t len,
-		   struct route_out *out)
+static int execute(struct session *se, struct MHD_Connection *c, const struct ward_key_info *key,
+		   const char *body, size_t len, struct route_out *out)
 {
 	static const char *const known[] = { "code", "language", "context", "timeout" };
 	int answered;
@@ -953,7 +967,7 @@ static int execute(struct session *se, struct MHD_Connection *c, const char *bod
 	/* every call stands alone: an error never aborts the next one */
 	json_t *content = json_pack("{s:O, s:s, s:s, s:b}", "code", code, "language", lname,
 				    "context", cname, "stop_on_error", 0);
-	r = content ? start_call(se, c, EXK_EXECUTE, "execute_request", content, lname, cname,
+	r = content ? start_call(se, c, key, EXK_EXECUTE, "execute_request", content, lname, cname,
 				 timeout, out)
 		    : fail(c, 500, "internal", NULL, "out of memory");
 	json_decref(content);
@@ -1014,8 +1028,8 @@ static struct deferred *ask(struct session *se, struct MHD_Connection *c, int ki
 	return d;
 }
 
-static int command(struct session *se, struct MHD_Connection *c, const char *body, size_t len,
-		   struct route_out *out)
+static int command(struct session *se, struct MHD_Connection *c, const struct ward_key_info *key,
+		   const char *body, size_t len, struct route_out *out)
 {
 	static const char *const known[] = { "cmd", "env", "cwd", "timeout", "background" };
 	int answered;
@@ -1048,9 +1062,10 @@ static int command(struct session *se, struct MHD_Connection *c, const char *bod
 		out->d = ask(se, c, PEND_BG_START, "command_request", content);
 		r = out->d ? MHD_YES : fail(c, 410, "session_ended", "id", "the session's sandbox has ended");
 		if (out->d) {
-			json_t *f = json_pack("{s:s, s:s, s:s}", "session_id", se->id, "tenant",
-					      se->key.tenant, "kind", "background_command");
-			char *txt = json_dumps(cmd, JSON_COMPACT | JSON_ENCODE_ANY);
+			json_t *f = json_pack("{s:s, s:s, s:s, s:s}", "session_id", se->id, "key_id",
+					      key->id, "tenant", key->tenant, "kind", "background_command");
+			char *txt = json_is_string(cmd) ? strdup(json_string_value(cmd))
+							: json_dumps(cmd, JSON_COMPACT);
 			if (f && txt)
 				ward_audit_text(f, "command", txt, strlen(txt),
 						se->s->audit && ward_audit_full_text(se->s->audit));
@@ -1059,7 +1074,7 @@ static int command(struct session *se, struct MHD_Connection *c, const char *bod
 			json_decref(f);
 		}
 	} else {
-		r = start_call(se, c, EXK_COMMAND, "command_request", content, NULL, NULL, timeout, out);
+		r = start_call(se, c, key, EXK_COMMAND, "command_request", content, NULL, NULL, timeout, out);
 	}
 	json_decref(content);
 	json_decref(root);
@@ -1116,6 +1131,10 @@ int session_route(struct srv *s, struct MHD_Connection *c, const struct ward_key
 		sub[n] = '\0';
 		if (slash)
 			ward_strlcpy(sub2, slash + 1, sizeof(sub2));
+		/* one spelling per endpoint: "files/" is not "files" (the scope
+		 * check before this one matched the exact path) */
+		if (!*sub || (slash && (!*sub2 || strchr(sub2, '/'))))
+			return fail(c, 404, "not_found", NULL, "no such endpoint");
 	}
 	struct session *se = find(s, key, id);
 	if (!se)
@@ -1139,6 +1158,8 @@ int session_route(struct srv *s, struct MHD_Connection *c, const struct ward_key
 	if (!se->live)
 		return gone(c, se);
 	if (files) {
+		if (!(key->scopes & WARD_SCOPE_FILES)) /* checked before; kept where it is used */
+			return fail(c, 403, "forbidden", "scope", "this key lacks the 'files' scope");
 		session_touch(se);
 		const char *path = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
 		return files_route(s, c, se, method, path, body, len);
@@ -1147,8 +1168,10 @@ int session_route(struct srv *s, struct MHD_Connection *c, const struct ward_key
 		return command_op(se, c, method, sub2, out);
 	if (!post)
 		return fail(c, 405, "method_not_allowed", NULL, "method not allowed here");
+	if (s->stopping)
+		return fail(c, 503, "shutting_down", NULL, "the daemon is shutting down");
 	session_touch(se);
-	return exec ? execute(se, c, body, len, out) : command(se, c, body, len, out);
+	return exec ? execute(se, c, key, body, len, out) : command(se, c, key, body, len, out);
 }
 
 /* --- after a crash --- */
@@ -1172,8 +1195,8 @@ static uint64_t proc_starttime(pid_t pid)
 }
 
 /* A sandbox's init whose supervisor died: killed when it still runs. It
- * is recognised by its pid and by being the init of a ward sandbox (its
- * command line), never by the pid alone. */
+ * is recognised by its pid and its start time (within 2 s of the session's
+ * creation), never by the pid alone. */
 static bool kill_leftover(pid_t pid, double created)
 {
 	if (pid <= 1)

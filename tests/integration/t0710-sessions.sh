@@ -170,7 +170,11 @@ test_expect_success SERVE 'files: no way out of the workspace (.., absolute, sym
 	head -c 1100000 /dev/zero > big &&
 	r=$(api PUT "/v1/sessions/$S/files?path=big" "${A[@]}" --data-binary @big) && expect_eq "$(code "$r")" 413 &&
 	r=$(api GET "/v1/sessions/$S/files" "${NOFILES[@]}") && expect_eq "$(code "$r")" 403 &&
-	expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" scope
+	expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" scope &&
+	for p in "files/" "files/x" "execute/" "commands/"; do
+		r=$(api GET "/v1/sessions/$S/$p" "${NOFILES[@]}") && expect_eq "$(code "$r")" 404 || exit 1
+		r=$(api PUT "/v1/sessions/$S/$p?path=sneak" "${NOFILES[@]}" -d x) && expect_eq "$(code "$r")" 404 || exit 1
+	done
 '
 test_expect_success SERVE 'an uploaded file belongs to the sandbox user, who can change it' '
 	api PUT "/v1/sessions/$S/files?path=mine.txt" "${A[@]}" -d v1 > /dev/null &&
