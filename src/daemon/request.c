@@ -35,8 +35,22 @@ void exec_request_release(struct exec_request *r)
 
 static json_t *err_body(const char *code, const char *field, const char *msg)
 {
-	return json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", code, "message", msg, "field",
-			 field);
+	json_t *b = json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", code, "message", msg,
+			      "field", field);
+	if (b)
+		return b;
+	/* a message quoting bytes that are not UTF-8 (jansson's parse errors
+	 * quote the input): said in ASCII, never dropped */
+	char ascii[512], fld[128];
+	size_t i = 0;
+	for (; msg && msg[i] && i < sizeof(ascii) - 1; i++)
+		ascii[i] = (unsigned char)msg[i] < 0x80 ? msg[i] : '?';
+	ascii[i] = '\0';
+	for (i = 0; field && field[i] && i < sizeof(fld) - 1; i++)
+		fld[i] = (unsigned char)field[i] < 0x80 ? field[i] : '?';
+	fld[i] = '\0';
+	return json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", code, "message", ascii, "field",
+			 field ? fld : NULL);
 }
 
 static int fail(unsigned *status, json_t **error, const char *field, const char *msg)
