@@ -73,10 +73,7 @@ int srv_respond_error(struct MHD_Connection *c, unsigned status, const char *cod
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	json_t *b = json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", code, "message", msg,
-			      "field", field);
-	if (!b) /* a message that is not UTF-8 */
-		b = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", "bad request");
+	json_t *b = srv_error_body(code, field, msg); /* bytes that are not UTF-8 become '?' */
 	int r = srv_respond_json(c, status, b);
 	json_decref(b);
 	return r;
