@@ -600,6 +600,12 @@ static json_t *session_json(struct session *se)
 			      "memory_limit", (json_int_t)se->call.memory);
 	if (o && !se->live)
 		json_object_set_new(o, "reason", json_string(se->reason));
+	if (o && strcmp(se->ended, "lost") == 0) {
+		/* what the state file did not keep is unknown, not a default */
+		const char *unknown[] = { "ttl", "expires_at", "policy_digest", "memory_limit" };
+		for (size_t i = 0; i < ARRAY_SIZE(unknown); i++)
+			json_object_set_new(o, unknown[i], json_null());
+	}
 	return o;
 }
 
