@@ -161,16 +161,20 @@ def main():
             st, s = call(conn, a.key, "POST", "/v1/sessions", {})
             assert st == 201, (st, s)
             ids.append(s["id"])
-            st, r = call(conn, a.key, "POST", f"/v1/sessions/{s['id']}/execute",
-                         {"code": "x = 1"})
+        time.sleep(1.0)
+        bare = sum(pss_kb(p) for p in descendants(a.pid))
+        for i in ids:
+            st, r = call(conn, a.key, "POST", f"/v1/sessions/{i}/execute", {"code": "x = 1"})
             assert r["status"] == "ok", r
         time.sleep(1.0)
         after = sum(pss_kb(p) for p in descendants(a.pid))
         out["idle_session_memory"] = {
             "sessions": a.idle,
-            "pss_per_session_mib": round((after - before) / a.idle / 1024, 1),
+            "pss_per_session_no_context_mib": round((bare - before) / a.idle / 1024, 1),
+            "pss_per_session_python_context_mib": round((after - before) / a.idle / 1024, 1),
             "daemon_rss_growth_per_session_kib": round((rss_kb(a.pid) - rss0) / a.idle, 1),
-            "note": "agent + one python kernel per session, after one call",
+            "note": "PSS of every process under the daemon: the sandbox's init, the agent, "
+                    "and (after one call) a python kernel",
         }
         for i in ids:
             call(conn, a.key, "DELETE", f"/v1/sessions/{i}")
