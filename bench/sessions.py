@@ -123,9 +123,9 @@ def main():
     out["warm_command_ms"] = {"calls": a.calls, "p50": round(statistics.median(lat), 2),
                               "p99": round(pct(lat, 99), 2)}
 
-    # cancel latency: DELETE until the verdict arrives on the stream. Python
-    # takes the SIGINT (its state stays); node's busy loop cannot, so its
-    # context is killed after the agent's 50 ms grace.
+    # cancel latency: DELETE until the verdict arrives on the stream. Both
+    # kernels take the SIGINT and keep their state; one that does not answer
+    # within the agent's 50 ms grace is killed.
     loops = {"python": "while True: pass", "node": "while (true) {}"}
     for lang, code in loops.items():
         if lang == "node" and not os.path.exists("/usr/bin/node"):
