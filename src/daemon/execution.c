@@ -268,6 +268,20 @@ static void audit_verdict(struct execution *ex)
 		json_object_set_new(f, "session_id", json_string(session_id(ex->sess)));
 	srv_audit(ex->s, "execution.verdict", f);
 	json_decref(f);
+	if (ex->out.violation) {
+		/* what the lint refused, as the kernel reported it (a claim: the
+		 * sandbox contains the code either way) */
+		json_t *c = ex->out.violation;
+		f = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:O?, s:O?}", "execution_id", ex->id,
+			      "key_id", ex->key.id, "tenant", ex->key.tenant, "sandbox_id",
+			      ex->v.sandbox_id, "rule", json_string_value(json_object_get(c, "rule")),
+			      "name", json_string_value(json_object_get(c, "name")),
+			      "line", json_object_get(c, "line"), "col", json_object_get(c, "col"));
+		if (f && ex->sess)
+			json_object_set_new(f, "session_id", json_string(session_id(ex->sess)));
+		srv_audit(ex->s, "policy.violation", f);
+		json_decref(f);
+	}
 	if (ex->sess)
 		return;
 	f = json_pack("{s:s, s:s}", "sandbox_id", ex->v.sandbox_id, "execution_id", ex->id);

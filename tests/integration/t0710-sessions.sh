@@ -243,6 +243,15 @@ test_expect_success SERVE 'an output flood is cut at the output limit (output_li
 	expect_eq "$(field "$r" "d[\"stdout\"]")" 3 &&
 	api DELETE "/v1/sessions/$O" "${A[@]}" > /dev/null
 '
+test_expect_success SERVE 'the lint of a session policy: policy_violation, audited; the session goes on' '
+	P=$(new_session "{\"policy\": {\"lint\": {\"deny_imports\": [\"socket\"]}}}") &&
+	r=$(ex "$P" "{\"code\": \"import socket\"}") &&
+	expect_eq "$(field "$r" "d[\"status\"]")" policy_violation &&
+	expect_eq "$(field "$r" "d[\"policy_violation\"][\"name\"]")" socket &&
+	grep -q "\"event\":\"policy.violation\".*\"session_id\":\"$P\"" "$AUDIT" &&
+	r=$(ex "$P" "{\"code\": \"print(5)\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 5 &&
+	api DELETE "/v1/sessions/$P" "${A[@]}" > /dev/null
+'
 test_expect_success SERVE 'NDJSON from a session: start, streams in order, the verdict last' '
 	curl -sS --unix-socket "$SOCK" "${A[@]}" -H "Accept: application/x-ndjson" \
 		-d "{\"code\": \"import time\\nfor i in range(3):\\n    print(i, flush=True); time.sleep(0.1)\"}" \
@@ -355,7 +364,7 @@ test_expect_success SERVE 'SIGTERM ends every session; nothing is left' '
 '
 test_expect_success SERVE 'the audit log verifies and records sessions, calls, files and the loss' '
 	"$WARD" audit verify "$AUDIT" &&
-	for e in session.create session.call file.upload file.download file.delete session.delete session.expired session.lost session.shutdown; do
+	for e in policy.violation session.create session.call file.upload file.download file.delete session.delete session.expired session.lost session.shutdown; do
 		grep -q "\"event\":\"$e\"" "$AUDIT" || { echo "no $e"; exit 1; }
 	done
 '
