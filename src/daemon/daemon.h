@@ -215,6 +215,7 @@ struct deferred {
 	char command_id[32];
 	int kind;
 	uint64_t deadline_ns;
+	json_t *err;                /* an error the agent sent before its reply */
 };
 struct deferred *deferred_new(struct MHD_Connection *c);
 /* Fills it (takes body) and wakes the client. */

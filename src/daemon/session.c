@@ -127,6 +127,7 @@ void deferred_unref(struct deferred *d)
 {
 	if (d && --d->refs == 0) {
 		json_decref(d->body);
+		json_decref(d->err);
 		free(d);
 	}
 }
@@ -344,9 +345,13 @@ static void pend_reply(struct session *se, struct deferred *d, const char *type,
 		if (st && strcmp(st, "running") == 0) {
 			status = 202;
 		} else {
+			char msg[400];
+			const char *en = json_string_value(json_object_get(d->err, "ename"));
+			const char *ev = json_string_value(json_object_get(d->err, "evalue"));
+			snprintf(msg, sizeof(msg), "the command could not be started%s%s%s%.300s",
+				 en ? ": " : "", en ? en : "", ev ? ": " : "", ev ? ev : "");
 			json_decref(body);
-			body = srv_error_body("command_failed", "cmd",
-					      st ? "the command could not be started" : "no answer");
+			body = srv_error_body("command_failed", "cmd", msg);
 			status = 400;
 		}
 	} else if (d->kind == PEND_STATUS || d->kind == PEND_KILL) {
@@ -361,11 +366,12 @@ static void pend_reply(struct session *se, struct deferred *d, const char *type,
 	deferred_answer(d, status, body);
 }
 
-/* Takes the error message of a background start that failed. */
+/* Keeps the error that explains a background start that failed. */
 static void pend_message(struct deferred *d, json_t *m)
 {
-	(void)d;
-	(void)m;
+	const char *type = json_string_value(json_object_get(m, "msg_type"));
+	if (!d->err && type && strcmp(type, "error") == 0)
+		d->err = json_incref(json_object_get(m, "content"));
 }
 
 static void on_message(json_t *m, void *ctx)

@@ -140,7 +140,9 @@ test_expect_success SERVE 'a background command runs on; its status and output a
 	sleep 0.2 && r=$(api GET "/v1/sessions/$S/commands/$C" "${A[@]}") &&
 	expect_eq "$(field "$r" "d[\"status\"]")" killed &&
 	expect_eq "$(pgrep -f "^sleep $marker" | wc -l)" 0 &&
-	r=$(api GET "/v1/sessions/$S/commands/c999" "${A[@]}") && expect_eq "$(code "$r")" 404
+	r=$(api GET "/v1/sessions/$S/commands/c999" "${A[@]}") && expect_eq "$(code "$r")" 404 &&
+	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": [\"/nonexistent\"], \"background\": true}") &&
+	expect_eq "$(code "$r")" 400 && expect_contains "$(field "$r" "d[\"error\"][\"message\"]")" "could not be started: FileNotFoundError"
 '
 test_expect_success SERVE 'files: upload, download, list with size, mode and mtime, delete' '
 	printf "a,b\n1,2\n" > data.csv &&
