@@ -295,6 +295,11 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
 		if (set_string(c, st, v, "--") < 0)
 			return -1;
 	}
+	if (c->max_session_ttl_ms > 24ull * 3600 * 1000) {
+		fprintf(stderr, "ward: error: max-session-ttl: at most 24h (a session's sandbox "
+			"lives at most that long)\n");
+		return -1;
+	}
 	if (c->session_ttl_ms > c->max_session_ttl_ms) {
 		fprintf(stderr, "ward: error: session-ttl (%llu ms) is above max-session-ttl (%llu ms)\n",
 			(unsigned long long)c->session_ttl_ms, (unsigned long long)c->max_session_ttl_ms);

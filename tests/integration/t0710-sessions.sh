@@ -130,6 +130,14 @@ test_expect_success SERVE 'bad command requests are 400s naming the field' '
 	r=$(api POST "/v1/sessions" "${A[@]}" -d "{\"policy\": {\"mounts\": []}}") &&
 	expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" policy.mounts
 '
+test_expect_success SERVE 'session settings are checked at start: the TTLs, the state dir' '
+	! "$WARD" serve --socket "$TEST_TMP/x.sock" --max-session-ttl 48h > out 2>&1 &&
+	expect_contains "$(cat out)" "max-session-ttl: at most 24h" &&
+	! "$WARD" serve --socket "$TEST_TMP/x.sock" --session-ttl 2h --max-session-ttl 1h > out 2>&1 &&
+	expect_contains "$(cat out)" "session-ttl (7200000 ms) is above max-session-ttl" &&
+	! "$WARD" serve --socket "$TEST_TMP/x.sock" --keys-file "$KEYS" --state-dir relative/dir > out 2>&1 &&
+	expect_contains "$(cat out)" "state-dir" && [ ! -e "$TEST_TMP/x.sock" ]
+'
 test_expect_success SERVE 'a background command runs on; its status and output are read; it is killed' '
 	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": \"echo started; exec sleep $marker\", \"background\": true}") &&
 	expect_eq "$(code "$r")" 202 && C=$(field "$r" "d[\"command_id\"]") &&
