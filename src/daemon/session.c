@@ -1282,7 +1282,12 @@ int session_recover(struct srv *s)
 {
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s/sessions", s->cfg.state_dir);
-	bool made = dir[0] == '/';
+	if (dir[0] != '/') {
+		fprintf(stderr, "ward: error: serve: state-dir: '%s': expected an absolute path\n",
+			s->cfg.state_dir);
+		return -1;
+	}
+	bool made = true;
 	for (char *p = dir + 1; made && *p; p++) {
 		if (*p != '/')
 			continue;
