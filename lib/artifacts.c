@@ -10,27 +10,16 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 #include "base/util.h"
 #include "kernel-internal.h"
+#include "workspace.h"
 
 enum { MAX_DEPTH = 16, SCAN_MAX_ENTRIES = 10000 };
-
-static int open_beneath(int dirfd, const char *name, int flags)
-{
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-			   RESOLVE_NO_XDEV,
-	};
-	return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
-}
 
 static const char *mime_of(const char *path)
 {
@@ -70,29 +59,6 @@ struct scan {
 static void skip(struct scan *s, const char *path, const char *reason)
 {
 	json_array_append_new(s->skipped, json_pack("{s:s, s:s}", "path", path, "reason", reason));
-}
-
-/* Creates the parent directories of rel under dest, never following a
- * symlink; returns a dirfd for the last one. */
-static int dest_parent(int dest, const char *rel, const char **leaf)
-{
-	char buf[4096];
-	ward_strlcpy(buf, rel, sizeof(buf));
-	int cur = (int)fcntl(dest, F_DUPFD_CLOEXEC, 3);
-	char *s = buf, *slash;
-	while (cur >= 0 && (slash = strchr(s, '/')) != NULL) {
-		*slash = '\0';
-		if (mkdirat(cur, s, 0755) < 0 && errno != EEXIST) {
-			close(cur);
-			return -1;
-		}
-		int next = openat(cur, s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		close(cur);
-		cur = next;
-		s = slash + 1;
-	}
-	*leaf = rel + (s - buf);
-	return cur;
 }
 
 /* Hashes fd, copying to out (when >= 0) as it goes. */
@@ -140,12 +106,12 @@ static int copy_target(struct scan *s, const char *rel, uint64_t size)
 		return -1;
 	}
 	const char *leaf;
-	int dir = dest_parent(s->dest, rel, &leaf);
+	int dir = ward_mkdirs_beneath(s->dest, rel, &leaf);
 	if (dir < 0) {
 		skip(s, rel, "unable to create its directory in the destination");
 		return -1;
 	}
-	int out = openat(dir, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int out = ward_open_beneath(dir, leaf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	close(dir);
 	if (out < 0)
 		skip(s, rel, "unable to create it in the destination");
@@ -156,7 +122,7 @@ static int copy_target(struct scan *s, const char *rel, uint64_t size)
 
 static void regular_file(struct scan *s, int dirfd, const char *name, const char *rel)
 {
-	int fd = open_beneath(dirfd, name, O_RDONLY | O_NONBLOCK);
+	int fd = ward_open_beneath(dirfd, name, O_RDONLY | O_NONBLOCK, 0);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		skip(s, rel, fd < 0 ? "unreadable" : "not a regular file");
@@ -183,13 +149,9 @@ static void regular_file(struct scan *s, int dirfd, const char *name, const char
 
 static void walk(struct scan *s, int dirfd, const char *prefix, int depth)
 {
-	int fd = (int)fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = ward_dir_stream(dirfd);
+	if (!d)
 		return;
-	}
 	struct dirent *e;
 	while ((e = readdir(d)) != NULL) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
@@ -204,7 +166,7 @@ static void walk(struct scan *s, int dirfd, const char *prefix, int depth)
 		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if (S_ISDIR(st.st_mode)) {
-			int sub = depth < MAX_DEPTH ? open_beneath(dirfd, e->d_name, O_RDONLY | O_DIRECTORY) : -1;
+			int sub = depth < MAX_DEPTH ? ward_open_beneath(dirfd, e->d_name, O_RDONLY | O_DIRECTORY, 0) : -1;
 			if (sub < 0) {
 				skip(s, rel, "directory not entered (depth, or another mount)");
 				continue;
@@ -232,7 +194,7 @@ int ward_artifacts_collect(struct ward_sandbox *sb, const struct ward_kernel_inp
 {
 	struct scan s = { .lim = lim, .inputs = inputs, .n_inputs = n_inputs, .dest = -1,
 			  .list = json_array(), .skipped = json_array() };
-	int rc = 0, root = -1, ws = -1;
+	int rc = 0, ws = -1;
 	if (!s.list || !s.skipped) {
 		rc = ward_error_set(err, ENOMEM, "artifacts", "out of memory");
 		goto out;
@@ -248,11 +210,7 @@ int ward_artifacts_collect(struct ward_sandbox *sb, const struct ward_kernel_inp
 			goto out;
 		}
 	}
-	root = ward_sandbox_open_root(sb);
-	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-	if (root >= 0)
-		ws = (int)syscall(SYS_openat2, root, "workspace", &how, sizeof(how));
+	ws = ward_workspace_open(sb);
 	if (ws < 0) {
 		rc = ward_error_set(err, errno, "artifacts", "unable to open the sandbox's /workspace");
 		goto out;
@@ -261,8 +219,6 @@ int ward_artifacts_collect(struct ward_sandbox *sb, const struct ward_kernel_inp
 out:
 	if (ws >= 0)
 		close(ws);
-	if (root >= 0)
-		close(root);
 	if (s.dest >= 0)
 		close(s.dest);
 	if (rc < 0) {

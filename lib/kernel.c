@@ -474,24 +474,32 @@ WARD_EXPORT int ward_kernel_start(const struct ward_policy *policy,
 	return 0;
 }
 
+/* Sends one request and waits for its answer (the blocking form). */
+static int request(struct ward_kernel *k, const char *type, json_t *c, const char *want,
+		   ward_kernel_cb cb, void *ctx, json_t **reply, struct ward_error *err)
+{
+	char id[32];
+	int r = send_request(k, type, c, id, sizeof(id), err);
+	if (r < 0)
+		return r;
+	struct waiter w = { .want_type = want, .want_id = id, .cb = cb, .ctx = ctx };
+	r = wait_for(k, &w);
+	*reply = w.found;
+	return r;
+}
+
 WARD_EXPORT int ward_kernel_execute(struct ward_kernel *k, const char *code, bool stop_on_error,
 				    ward_kernel_cb cb, void *ctx, json_t **reply,
 				    struct ward_error *err)
 {
-	char id[32];
 	*reply = NULL;
 	if (k->dead)
 		return -ECHILD;
 	json_t *c = json_pack("{s:s, s:b}", "code", code, "stop_on_error", stop_on_error);
 	if (!c)
 		return ward_error_set(err, EINVAL, "kernel", "code is not valid UTF-8");
-	int r = send_request(k, "execute_request", c, id, sizeof(id), err);
+	int r = request(k, "execute_request", c, "execute_reply", cb, ctx, reply, err);
 	json_decref(c);
-	if (r < 0)
-		return r;
-	struct waiter w = { .want_type = "execute_reply", .want_id = id, .cb = cb, .ctx = ctx };
-	r = wait_for(k, &w);
-	*reply = w.found;
 	return r;
 }
 
@@ -499,7 +507,6 @@ WARD_EXPORT int ward_kernel_call(struct ward_kernel *k, const char *source, cons
 				 const char *function, json_t *args, ward_kernel_cb cb, void *ctx,
 				 json_t **reply, struct ward_error *err)
 {
-	char id[32];
 	*reply = NULL;
 	if (k->dead)
 		return -ECHILD;
@@ -507,13 +514,8 @@ WARD_EXPORT int ward_kernel_call(struct ward_kernel *k, const char *source, cons
 			      "function", function, "args", args);
 	if (!c)
 		return ward_error_set(err, EINVAL, "kernel", "source is not valid UTF-8");
-	int r = send_request(k, "call_request", c, id, sizeof(id), err);
+	int r = request(k, "call_request", c, "call_reply", cb, ctx, reply, err);
 	json_decref(c);
-	if (r < 0)
-		return r;
-	struct waiter w = { .want_type = "call_reply", .want_id = id, .cb = cb, .ctx = ctx };
-	r = wait_for(k, &w);
-	*reply = w.found;
 	return r;
 }
 

@@ -11,6 +11,7 @@
 #define WARD_DAEMON_H
 
 #include <jansson.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -157,6 +158,10 @@ json_t *srv_error_body(const char *code, const char *field, const char *msg);
 /* Starts an execution (takes over r's contents). 0 or -errno with err. */
 int exec_start(struct srv *s, struct exec_request *r, const struct ward_key_info *key,
 	       struct execution **out, struct ward_error *err);
+/* Puts the fds to watch now into epfd (reg: what is there), from a
+ * ward_*_pollfds; returns when to step anyway (0: only on an fd). */
+uint64_t srv_watch(int epfd, int reg[WARD_KERNEL_NFDS], const struct pollfd fds[WARD_KERNEL_NFDS],
+		   int t);
 /* The loop's part: step executions whose fds or timers are due. */
 void exec_dispatch(struct srv *s, struct execution *ex);
 /* ms until some execution needs a step anyway (-1: none). */
@@ -212,7 +217,6 @@ struct deferred {
 	json_t *body;
 	struct MHD_Connection *c;   /* NULL once the client is gone */
 	char req_id[WARD_KERNEL_ID_SIZE];
-	char command_id[32];
 	int kind;
 	uint64_t deadline_ns;
 	json_t *err;                /* an error the agent sent before its reply */

@@ -228,24 +228,29 @@ static void sync_fds(struct execution *ex)
 		fds[3] = (struct pollfd){ .fd = exited ? -1 : ward_sandbox_pidfd(ex->sb), .events = POLLIN };
 		t = exited ? -1 : ward_sandbox_check(ex->sb);
 	}
+	ex->wake_ns = srv_watch(ex->epfd, ex->reg, fds, t);
+}
+
+uint64_t srv_watch(int epfd, int reg[WARD_KERNEL_NFDS], const struct pollfd fds[WARD_KERNEL_NFDS],
+		   int t)
+{
+	bool any = false;
 	for (int i = 0; i < WARD_KERNEL_NFDS; i++) {
-		if (ex->reg[i] == fds[i].fd)
-			continue;
-		if (ex->reg[i] >= 0)
-			epoll_ctl(ex->epfd, EPOLL_CTL_DEL, ex->reg[i], NULL);
-		ex->reg[i] = -1;
-		struct epoll_event ev = { .events = fds[i].events == POLLOUT ? EPOLLOUT : EPOLLIN };
-		if (fds[i].fd >= 0 && epoll_ctl(ex->epfd, EPOLL_CTL_ADD, fds[i].fd, &ev) == 0)
-			ex->reg[i] = fds[i].fd;
+		if (reg[i] != fds[i].fd) {
+			if (reg[i] >= 0)
+				epoll_ctl(epfd, EPOLL_CTL_DEL, reg[i], NULL);
+			reg[i] = -1;
+			struct epoll_event ev = { .events = fds[i].events == POLLOUT ? EPOLLOUT : EPOLLIN };
+			if (fds[i].fd >= 0 && epoll_ctl(epfd, EPOLL_CTL_ADD, fds[i].fd, &ev) == 0)
+				reg[i] = fds[i].fd;
+		}
+		any = any || reg[i] >= 0;
 	}
-	ex->wake_ns = t < 0 ? 0 : ward_now_ns() + (uint64_t)t * 1000000ull;
 	/* Nothing left to watch (the init exited between the step and now):
 	 * the next step, at once, finishes it. */
-	bool any = false;
-	for (int i = 0; i < WARD_KERNEL_NFDS; i++)
-		any = any || ex->reg[i] >= 0;
 	if (!any)
-		ex->wake_ns = ward_now_ns();
+		return ward_now_ns();
+	return t < 0 ? 0 : ward_now_ns() + (uint64_t)t * 1000000ull;
 }
 
 static void audit_verdict(struct execution *ex)

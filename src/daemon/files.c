@@ -13,30 +13,18 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <microhttpd.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 #include "base/util.h"
 #include "daemon.h"
+#include "workspace.h"
 
 enum { MAX_ENTRIES = 10000, MAX_DEPTH = 32, MAX_PATH_LEN = 1000 };
-
-static int beneath(int dirfd, const char *name, int flags, unsigned mode)
-{
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
-		.mode = (flags & O_CREAT) ? mode : 0,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-			   RESOLVE_NO_XDEV,
-	};
-	return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
-}
 
 /* "/workspace/a/b", "a/b" -> "a/b"; "" for the workspace itself; NULL when
  * the path is not inside it or is not plain. */
@@ -122,13 +110,9 @@ struct lister {
 
 static void walk(struct lister *l, int dirfd, const char *prefix, int depth)
 {
-	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = ward_dir_stream(dirfd);
+	if (!d)
 		return;
-	}
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
@@ -152,7 +136,7 @@ static void walk(struct lister *l, int dirfd, const char *prefix, int depth)
 				  "mtime", (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9));
 		l->n++;
 		if (S_ISDIR(st.st_mode) && depth < MAX_DEPTH) {
-			int sub = beneath(dirfd, e->d_name, O_RDONLY | O_DIRECTORY, 0);
+			int sub = ward_open_beneath(dirfd, e->d_name, O_RDONLY | O_DIRECTORY, 0);
 			if (sub >= 0) {
 				walk(l, sub, rel, depth + 1);
 				close(sub);
@@ -197,7 +181,7 @@ static int download(struct srv *s, struct MHD_Connection *c, struct session *se,
 {
 	if (!*path)
 		return list(c, ws, "");
-	int fd = beneath(ws, path, O_RDONLY | O_NONBLOCK, 0);
+	int fd = ward_open_beneath(ws, path, O_RDONLY | O_NONBLOCK, 0);
 	if (fd < 0)
 		return path_error(c, errno, path);
 	struct stat st;
@@ -246,38 +230,6 @@ static int download(struct srv *s, struct MHD_Connection *c, struct session *se,
 	return r;
 }
 
-/* The directory that will hold path's last component, created as needed
- * (as the sandbox user); *leaf points into path. */
-static int parent_dir(int ws, const char *path, const char **leaf)
-{
-	const char *slash = strrchr(path, '/');
-	*leaf = slash ? slash + 1 : path;
-	int dir = fcntl(ws, F_DUPFD_CLOEXEC, 3);
-	if (!slash || dir < 0)
-		return dir;
-	char buf[MAX_PATH_LEN + 1];
-	ward_strlcpy(buf, path, sizeof(buf));
-	buf[slash - path] = '\0';
-	for (char *save = NULL, *comp = strtok_r(buf, "/", &save); comp;
-	     comp = strtok_r(NULL, "/", &save)) {
-		if (mkdirat(dir, comp, 0755) < 0 && errno != EEXIST) {
-			int e = errno;
-			close(dir);
-			errno = e;
-			return -1;
-		}
-		int next = beneath(dir, comp, O_RDONLY | O_DIRECTORY, 0);
-		int e = errno;
-		close(dir);
-		if (next < 0) {
-			errno = e;
-			return -1;
-		}
-		dir = next;
-	}
-	return dir;
-}
-
 static int upload(struct srv *s, struct MHD_Connection *c, struct session *se, int ws,
 		  const char *path, const char *body, size_t len)
 {
@@ -294,8 +246,8 @@ static int upload(struct srv *s, struct MHD_Connection *c, struct session *se, i
 						 "expected octal permissions like 0644 (at most 0777)");
 	}
 	const char *leaf;
-	int e = 0, dir = parent_dir(ws, path, &leaf);
-	int fd = dir < 0 ? -1 : beneath(dir, leaf, O_WRONLY | O_CREAT | O_TRUNC, (unsigned)mode);
+	int e = 0, dir = ward_mkdirs_beneath(ws, path, &leaf);
+	int fd = dir < 0 ? -1 : ward_open_beneath(dir, leaf, O_WRONLY | O_CREAT | O_TRUNC, (unsigned)mode);
 	if (fd < 0)
 		e = errno;
 	size_t off = 0;
@@ -335,13 +287,9 @@ static int empty_dir(int dirfd, int depth)
 {
 	if (depth > MAX_DEPTH)
 		return -ELOOP;
-	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = ward_dir_stream(dirfd);
+	if (!d)
 		return -errno;
-	}
 	int rc = 0;
 	struct dirent *e;
 	while (rc == 0 && (e = readdir(d))) {
@@ -353,7 +301,7 @@ static int empty_dir(int dirfd, int depth)
 			rc = -errno;
 			break;
 		}
-		int sub = beneath(dirfd, e->d_name, O_RDONLY | O_DIRECTORY, 0);
+		int sub = ward_open_beneath(dirfd, e->d_name, O_RDONLY | O_DIRECTORY, 0);
 		if (sub < 0) {
 			rc = -errno;
 			break;
@@ -378,12 +326,12 @@ static int delete(struct srv *s, struct MHD_Connection *c, struct session *se, i
 	ward_strlcpy(parent, path, sizeof(parent));
 	if (slash)
 		parent[slash - path] = '\0';
-	int dir = slash ? beneath(ws, parent, O_RDONLY | O_DIRECTORY, 0) : fcntl(ws, F_DUPFD_CLOEXEC, 3);
+	int dir = slash ? ward_open_beneath(ws, parent, O_RDONLY | O_DIRECTORY, 0) : fcntl(ws, F_DUPFD_CLOEXEC, 3);
 	int e = dir < 0 ? errno : 0;
 	if (!e && unlinkat(dir, leaf, 0) < 0) {
 		e = errno;
 		if (e == EISDIR || e == EPERM) {
-			int sub = beneath(dir, leaf, O_RDONLY | O_DIRECTORY, 0);
+			int sub = ward_open_beneath(dir, leaf, O_RDONLY | O_DIRECTORY, 0);
 			int rc = sub < 0 ? -errno : empty_dir(sub, 0);
 			if (sub >= 0)
 				close(sub);
@@ -410,12 +358,7 @@ int files_route(struct srv *s, struct MHD_Connection *c, struct session *se,
 					 "expected a path inside /workspace, without '..', '.' or "
 					 "empty components");
 	struct ward_sandbox *sb = session_sandbox(se);
-	int root = sb ? ward_sandbox_open_root(sb) : -1;
-	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-	int ws = root < 0 ? -1 : (int)syscall(SYS_openat2, root, "workspace", &how, sizeof(how));
-	if (root >= 0)
-		close(root);
+	int ws = sb ? ward_workspace_open(sb) : -1;
 	struct stat owner;
 	if (ws < 0 || fstat(ws, &owner) < 0) {
 		if (ws >= 0)

@@ -310,8 +310,6 @@ static void remove_session(struct srv *s, struct session *se)
 
 static void context_used(struct session *se, json_t *reply)
 {
-	struct execution *fg = se->fg;
-	(void)fg;
 	const char *lang = json_string_value(json_object_get(reply, "language"));
 	const char *ctx = json_string_value(json_object_get(reply, "context"));
 	if (!lang || !ctx || strlen(lang) > 16 || strlen(ctx) > 64)
@@ -333,7 +331,7 @@ static void context_used(struct session *se, json_t *reply)
 				    json_integer(json_integer_value(json_object_get(c, "executions")) + 1));
 }
 
-static void pend_reply(struct session *se, struct deferred *d, const char *type, json_t *c)
+static void pend_reply(struct session *se, struct deferred *d, json_t *c)
 {
 	json_t *body = json_deep_copy(c);
 	unsigned status = 200;
@@ -362,7 +360,6 @@ static void pend_reply(struct session *se, struct deferred *d, const char *type,
 			status = 404;
 		}
 	}
-	(void)type;
 	deferred_answer(d, status, body);
 }
 
@@ -408,7 +405,7 @@ static void on_message(json_t *m, void *ctx)
 			continue;
 		if (strstr(type, "_reply")) {
 			*p = d->next;
-			pend_reply(se, d, type, c);
+			pend_reply(se, d, c);
 			deferred_unref(d);
 		} else {
 			pend_message(d, m);
@@ -424,22 +421,7 @@ static void sync_fds(struct session *se)
 {
 	struct pollfd fds[WARD_KERNEL_NFDS];
 	int t = ward_kernel_pollfds(se->k, fds);
-	for (int i = 0; i < WARD_KERNEL_NFDS; i++) {
-		if (se->reg[i] == fds[i].fd)
-			continue;
-		if (se->reg[i] >= 0)
-			epoll_ctl(se->epfd, EPOLL_CTL_DEL, se->reg[i], NULL);
-		se->reg[i] = -1;
-		struct epoll_event ev = { .events = fds[i].events == POLLOUT ? EPOLLOUT : EPOLLIN };
-		if (fds[i].fd >= 0 && epoll_ctl(se->epfd, EPOLL_CTL_ADD, fds[i].fd, &ev) == 0)
-			se->reg[i] = fds[i].fd;
-	}
-	se->wake_ns = t < 0 ? 0 : ward_now_ns() + (uint64_t)t * 1000000ull;
-	bool any = false;
-	for (int i = 0; i < WARD_KERNEL_NFDS; i++)
-		any = any || se->reg[i] >= 0;
-	if (!any)
-		se->wake_ns = ward_now_ns();
+	se->wake_ns = srv_watch(se->epfd, se->reg, fds, t);
 }
 
 static void send_interrupt(struct session *se, const char *reason)

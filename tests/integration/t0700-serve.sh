@@ -4,13 +4,6 @@
 # slow clients, metrics, audit, SIGTERM shutdown.
 . "$(dirname "$0")/../lib.sh"
 
-help=$("$WARD" serve --help 2>&1)
-case $help in
-*"usage: ward serve"*) ;;
-*) test_set_prereq_missing SERVE "this ward has no 'serve' (${help%%$'\n'*})" ;;
-esac
-command -v curl >/dev/null || test_set_prereq_missing SERVE "curl is not installed"
-
 D=$TEST_TMP/srv
 mkdir -p "$D"
 SOCK=$D/run/ward.sock
@@ -19,34 +12,7 @@ AUDIT=$D/audit.log
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 marker=$((RANDOM * 1000 + $$ % 1000 + 7000000))
 
-key_of() { python3 -c 'import json, sys; print(json.load(sys.stdin)["key"])'; }
-id_of() { python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])'; }
-# The daemon runs under a wrapper that records its exit status; its pid is
-# in $D/pid (test bodies run in subshells: no $! survives them).
-start_daemon() {
-	rm -f "$D/rc"
-	( "$WARD" serve --socket "$SOCK" --listen "127.0.0.1:$PORT" --keys-file "$KEYS" \
-		--audit-log "$AUDIT" --grace 1s "$@" > "$D/serve.log" 2>&1 &
-	  echo $! > "$D/pid"; wait $!; echo $? > "$D/rc" ) > /dev/null 2>&1 &
-	for _ in $(seq 100); do
-		[ -S "$SOCK" ] && curl -sf --unix-socket "$SOCK" http://w/healthz > /dev/null && return 0
-		sleep 0.05
-	done
-	cat "$D/serve.log"
-	return 1
-}
-stop_daemon() {
-	[ -f "$D/pid" ] && [ ! -f "$D/rc" ] && kill "$(cat "$D/pid")" 2>/dev/null
-	for _ in $(seq 100); do [ -f "$D/rc" ] && break; sleep 0.05; done
-}
-trap 'stop_daemon; rm -rf "$TEST_TMP"' EXIT
-# api METHOD PATH [curl args...]: prints the body, then the status on the last line
-api() {
-	local m=$1 p=$2; shift 2
-	curl -sS -m 20 --unix-socket "$SOCK" -X "$m" -w '\n%{http_code}' "$@" "http://w$p"
-}
-body() { sed '$d' <<<"$1"; }
-code() { tail -n1 <<<"$1"; }
+. "$(dirname "$0")/serve-lib.sh"
 AUTH=()
 
 if [ -z "${prereq_missing[SERVE]:-}" ]; then
@@ -54,7 +20,7 @@ if [ -z "${prereq_missing[SERVE]:-}" ]; then
 	"$WARD" keys add --keys-file "$KEYS" --tenant acme --scopes sessions --json | key_of > "$D/k_sess"
 	"$WARD" keys add --keys-file "$KEYS" --tenant beta --scopes execute --json > "$D/k_beta.json"
 	"$WARD" keys add --keys-file "$KEYS" --tenant gamma --scopes execute --json | key_of > "$D/k_gamma"
-	start_daemon
+	start_daemon --listen "127.0.0.1:$PORT"
 fi
 test_expect_success SERVE 'the daemon starts on a fresh socket dir, mode 0660' '
 	[ -s "$D/pid" ] && kill -0 "$(cat "$D/pid")" && expect_eq "$(stat -c %a "$SOCK")" 660

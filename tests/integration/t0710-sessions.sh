@@ -5,12 +5,6 @@
 # after the daemon is killed.
 . "$(dirname "$0")/../lib.sh"
 
-help=$("$WARD" serve --help 2>&1)
-case $help in
-*"usage: ward serve"*) ;;
-*) test_set_prereq_missing SERVE "this ward has no 'serve' (${help%%$'\n'*})" ;;
-esac
-command -v curl >/dev/null || test_set_prereq_missing SERVE "curl is not installed"
 /usr/bin/python3 -m pip --version > /dev/null 2>&1 || test_set_prereq_missing PIP "python3-pip is not installed"
 command -v npm > /dev/null 2>&1 || test_set_prereq_missing NPM "npm is not installed"
 
@@ -22,31 +16,7 @@ AUDIT=$D/audit.log
 CONF=$D/serve.json
 marker=$((RANDOM * 1000 + $$ % 1000 + 8000000))
 
-key_of() { python3 -c 'import json, sys; print(json.load(sys.stdin)["key"])'; }
-start_daemon() {
-	rm -f "$D/rc"
-	( "$WARD" serve --config "$CONF" --socket "$SOCK" --keys-file "$KEYS" \
-		--audit-log "$AUDIT" --grace 1s "$@" >> "$D/serve.log" 2>&1 &
-	  echo $! > "$D/pid"; wait $!; echo $? > "$D/rc" ) > /dev/null 2>&1 &
-	for _ in $(seq 100); do
-		[ -S "$SOCK" ] && curl -sf --unix-socket "$SOCK" http://w/healthz > /dev/null && return 0
-		sleep 0.05
-	done
-	cat "$D/serve.log"
-	return 1
-}
-stop_daemon() {
-	[ -f "$D/pid" ] && [ ! -f "$D/rc" ] && kill "$(cat "$D/pid")" 2>/dev/null
-	for _ in $(seq 100); do [ -f "$D/rc" ] && break; sleep 0.05; done
-}
-trap 'stop_daemon; rm -rf "$TEST_TMP"' EXIT
-# api METHOD PATH [curl args...]: the body, then the status on the last line
-api() {
-	local m=$1 p=$2; shift 2
-	curl -sS -m 30 --unix-socket "$SOCK" -X "$m" -w '\n%{http_code}' "$@" "http://w$p"
-}
-body() { sed '$d' <<<"$1"; }
-code() { tail -n1 <<<"$1"; }
+. "$(dirname "$0")/serve-lib.sh"
 # jq-like: field of the body, by a python expression on d
 field() { body "$1" | python3 -c "import json, sys; d = json.load(sys.stdin); v = $2; print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)"; }
 
@@ -63,7 +33,7 @@ if [ -z "${prereq_missing[SERVE]:-}" ]; then
 	NOFILES=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant acme --scopes sessions --json | key_of)")
 	SMALL=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant small --scopes sessions,execute --json | key_of)")
 	TINY=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant tiny --scopes sessions,execute --json | key_of)")
-	start_daemon
+	start_daemon --config "$CONF"
 fi
 new_session() { r=$(api POST /v1/sessions "${A[@]}" -d "${1:-{\}}") && [ "$(code "$r")" = 201 ] && field "$r" 'd["id"]'; }
 ex() { api POST "/v1/sessions/$1/execute" "${A[@]}" -d "$2"; }
@@ -357,7 +327,7 @@ test_expect_success SERVE 'after a SIGKILL of the daemon, the next start removes
 	for _ in $(seq 50); do pgrep -f "^sleep $((marker + 2))" > /dev/null && break; sleep 0.05; done &&
 	old=$(cat "$D/pid") && ls "$D/run/state/sessions/$L.json" &&
 	kill -KILL "$old" && for _ in $(seq 100); do [ -f "$D/rc" ] && break; sleep 0.05; done &&
-	start_daemon &&
+	start_daemon --config "$CONF" &&
 	r=$(api GET "/v1/sessions/$L" "${A[@]}") && expect_eq "$(field "$r" "d[\"status\"]")" lost &&
 	r=$(ex "$L" "{\"code\": \"1\"}") && expect_eq "$(code "$r")" 410 &&
 	expect_eq "$(pgrep -f "^sleep $((marker + 2))" | wc -l)" 0 &&

@@ -1,0 +1,78 @@
+/* lib/workspace.c — see workspace.h. */
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "base/util.h"
+#include "workspace.h"
+
+int ward_open_beneath(int dirfd, const char *name, int flags, unsigned mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+		.mode = (flags & O_CREAT) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   RESOLVE_NO_XDEV,
+	};
+	return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+}
+
+int ward_workspace_open(const struct ward_sandbox *sb)
+{
+	int root = ward_sandbox_open_root(sb);
+	if (root < 0)
+		return -1;
+	/* /workspace is a mount of its own: no NO_XDEV for this one step */
+	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	int ws = (int)syscall(SYS_openat2, root, "workspace", &how, sizeof(how));
+	int e = errno;
+	close(root);
+	errno = e;
+	return ws;
+}
+
+DIR *ward_dir_stream(int dirfd)
+{
+	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d && fd >= 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return d;
+}
+
+int ward_mkdirs_beneath(int dir, const char *rel, const char **leaf)
+{
+	const char *slash = strrchr(rel, '/');
+	*leaf = slash ? slash + 1 : rel;
+	int cur = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+	if (!slash || cur < 0)
+		return cur;
+	char buf[4096];
+	if ((size_t)(slash - rel) >= sizeof(buf)) {
+		close(cur);
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(buf, rel, (size_t)(slash - rel));
+	buf[slash - rel] = '\0';
+	for (char *save = NULL, *comp = strtok_r(buf, "/", &save); comp;
+	     comp = strtok_r(NULL, "/", &save)) {
+		int next = -1;
+		if (mkdirat(cur, comp, 0755) == 0 || errno == EEXIST)
+			next = ward_open_beneath(cur, comp, O_RDONLY | O_DIRECTORY, 0);
+		int e = errno;
+		close(cur);
+		if (next < 0) {
+			errno = e;
+			return -1;
+		}
+		cur = next;
+	}
+	return cur;
+}

@@ -1,0 +1,34 @@
+/* lib/workspace.h — reaching into a running sandbox's /workspace from
+ * outside, without being led out of it (internal; artifacts and the
+ * daemon's files API share it).
+ *
+ * Every lookup is an openat2 that refuses symlinks, magic links, ".." out
+ * of the starting directory and mount crossings, at every step and
+ * atomically, so a program that plants links or races them cannot point
+ * the caller at a host file.
+ */
+#ifndef WARD_WORKSPACE_H
+#define WARD_WORKSPACE_H
+
+#include <dirent.h>
+
+#include "ward/sandbox.h"
+
+/* openat2(dirfd, name) with RESOLVE_BENEATH | NO_SYMLINKS | NO_MAGICLINKS |
+ * NO_XDEV, O_NOFOLLOW and O_CLOEXEC added to flags; mode with O_CREAT. */
+int ward_open_beneath(int dirfd, const char *name, int flags, unsigned mode);
+
+/* An O_RDONLY | O_DIRECTORY fd of the sandbox's /workspace, through its
+ * root (RESOLVE_IN_ROOT, no symlinks), or -1 with errno set. */
+int ward_workspace_open(const struct ward_sandbox *sb);
+
+/* A directory stream on a duplicate of dirfd (dirfd stays the caller's),
+ * or NULL. */
+DIR *ward_dir_stream(int dirfd);
+
+/* Creates the parent directories of rel under dir, each step beneath the
+ * last; returns a dirfd of the last one (the caller closes it) and points
+ * *leaf at rel's last component; -1 with errno set. */
+int ward_mkdirs_beneath(int dir, const char *rel, const char **leaf);
+
+#endif
