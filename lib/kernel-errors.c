@@ -64,3 +64,27 @@ WARD_EXPORT json_t *ward_kernel_error_object(json_t *c)
 	return e;
 }
 
+
+WARD_EXPORT void ward_kernel_adjust_verdict(struct ward_verdict *v, const struct ward_policy *p,
+					    bool violation, bool code_failed, bool truncated)
+{
+	if (v->status != WARD_STATUS_OK)
+		return;
+	if (violation) {
+		v->status = WARD_STATUS_POLICY_VIOLATION;
+		v->exit_code = 3;
+	} else if (code_failed && v->usage.forks_refused) {
+		/* the code failed after the pids limit refused it a process */
+		v->status = WARD_STATUS_PIDS_LIMIT;
+		v->exit_code = 1;
+		v->limit = "pids";
+		v->limit_value = p->pids;
+	} else if (code_failed) {
+		v->status = WARD_STATUS_ERROR;
+		v->exit_code = 1;
+	} else if (truncated) {
+		v->status = WARD_STATUS_OUTPUT_LIMIT;
+		v->limit = "output";
+		v->limit_value = p->output_limit;
+	}
+}

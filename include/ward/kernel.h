@@ -98,6 +98,13 @@ json_t *ward_kernel_error_object(json_t *content);
  * answer: its name, and a hint with the limit's value; a new reference. */
 json_t *ward_kernel_limit_error(const struct ward_verdict *v, const struct ward_policy *p);
 
+/* A sandbox that ended cleanly, told from the kernel's side: a lint hit
+ * is policy_violation (exit code 3); a failed cell is pids_limit when the
+ * pids limit refused it a fork (usage.forks_refused), else error (1); text
+ * dropped at the cap is output_limit. Any other status stays. */
+void ward_kernel_adjust_verdict(struct ward_verdict *v, const struct ward_policy *p,
+				bool violation, bool code_failed, bool truncated);
+
 /* The sandbox under the kernel (for its id and limits). */
 struct ward_sandbox *ward_kernel_sandbox(struct ward_kernel *k);
 

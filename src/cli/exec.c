@@ -266,25 +266,8 @@ static int run_call(struct job *j, struct ward_error *err)
  * failed cell is an error; a lint hit is policy_violation. */
 static void adjust_verdict(struct job *j, struct ward_verdict *v)
 {
-	if (v->status != WARD_STATUS_OK)
-		return;
-	if (j->out.violation) {
-		v->status = WARD_STATUS_POLICY_VIOLATION;
-		v->exit_code = EXIT_LINT;
-	} else if (j->code_failed && v->usage.forks_refused) {
-		/* the code failed after the pids limit refused it a process */
-		v->status = WARD_STATUS_PIDS_LIMIT;
-		v->exit_code = 1;
-		v->limit = "pids";
-		v->limit_value = j->policy.pids;
-	} else if (j->code_failed) {
-		v->status = WARD_STATUS_ERROR;
-		v->exit_code = 1;
-	} else if (j->out.truncated[0] || j->out.truncated[1]) {
-		v->status = WARD_STATUS_OUTPUT_LIMIT;
-		v->limit = "output";
-		v->limit_value = j->policy.output_limit;
-	}
+	ward_kernel_adjust_verdict(v, &j->policy, j->out.violation != NULL, j->code_failed,
+				   j->out.truncated[0] || j->out.truncated[1]);
 }
 
 static void print_json(struct job *j, const struct ward_verdict *v)

@@ -136,25 +136,8 @@ void exec_out_to_verdict(struct exec_out *o, struct ward_verdict *v)
 
 void exec_out_adjust(struct exec_out *o, struct ward_verdict *v, const struct ward_policy *p)
 {
-	if (v->status != WARD_STATUS_OK)
-		return;
-	if (o->violation) {
-		v->status = WARD_STATUS_POLICY_VIOLATION;
-		v->exit_code = 3;
-	} else if (o->code_failed && v->usage.forks_refused) {
-		/* the code failed after the pids limit refused it a process */
-		v->status = WARD_STATUS_PIDS_LIMIT;
-		v->exit_code = 1;
-		v->limit = "pids";
-		v->limit_value = p->pids;
-	} else if (o->code_failed) {
-		v->status = WARD_STATUS_ERROR;
-		v->exit_code = 1;
-	} else if (o->truncated[0] || o->truncated[1]) {
-		v->status = WARD_STATUS_OUTPUT_LIMIT;
-		v->limit = "output";
-		v->limit_value = p->output_limit;
-	}
+	ward_kernel_adjust_verdict(v, p, o->violation != NULL, o->code_failed,
+				   o->truncated[0] || o->truncated[1]);
 }
 
 json_t *exec_out_final(struct exec_out *o, const struct ward_verdict *v,
