@@ -154,6 +154,15 @@ int exec_request_parse(struct srv *s, const char *body, size_t len, struct exec_
 int srv_parse_policy(struct srv *s, struct ward_policy *p, json_t *pol, unsigned *status,
 		     json_t **error);
 json_t *srv_error_body(const char *code, const char *field, const char *msg);
+/* A request body that must be a JSON object with only the known keys: the
+ * object (new reference), or NULL with a 400 and its error body. */
+json_t *srv_parse_object(const char *body, size_t len, const char *const *known, size_t n_known,
+			 unsigned *status, json_t **error);
+/* Seconds (a number above 0, at most max_ms) into ms; 0 or -1. */
+int srv_parse_seconds(json_t *v, uint64_t max_ms, uint64_t *out);
+/* A relative path inside /workspace: no "..", ".", empty components,
+ * control characters or leading "/"; at most 1000 bytes. */
+bool srv_path_ok(const char *p);
 
 /* Starts an execution (takes over r's contents). 0 or -errno with err. */
 int exec_start(struct srv *s, struct exec_request *r, const struct ward_key_info *key,

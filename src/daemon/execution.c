@@ -719,13 +719,8 @@ void exec_session_end(struct execution *ex, json_t *reply, const struct ward_ver
 	}
 	v->usage.wall_ms = (ward_now_ns() - ex->start_ns) / 1000000;
 	if (ex->kind == EXK_EXECUTE) {
-		uint64_t wall = v->usage.wall_ms, peak = v->usage.peak_memory_bytes;
-		json_t *none = reply ? NULL : json_object();
-		exec_out_reply(&ex->out, reply ? reply : none);
-		json_decref(none);
+		exec_out_reply(&ex->out, reply);
 		exec_out_to_verdict(&ex->out, v);
-		v->usage.wall_ms = wall;
-		v->usage.peak_memory_bytes = peak;
 		if (!reply)
 			ex->out.code_failed = true;
 		if (v->status == WARD_STATUS_ERROR && ex->out.violation)

@@ -34,19 +34,7 @@ static const char *normalise(const char *p)
 		return "";
 	if (strncmp(p, "/workspace", 10) == 0 && (p[10] == '/' || !p[10]))
 		p += p[10] ? 11 : 10;
-	if (p[0] == '/' || strlen(p) > MAX_PATH_LEN)
-		return NULL;
-	for (const char *s = p; *s; s++)
-		if ((unsigned char)*s < 0x20)
-			return NULL;
-	if (strstr(p, "//"))
-		return NULL;
-	char buf[MAX_PATH_LEN + 1];
-	ward_strlcpy(buf, p, sizeof(buf));
-	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save))
-		if (strcmp(c, "..") == 0 || strcmp(c, ".") == 0)
-			return NULL;
-	return p;
+	return !*p || srv_path_ok(p) ? p : NULL;
 }
 
 static int path_error(struct MHD_Connection *c, int e, const char *path)

@@ -78,7 +78,7 @@ static int parse_argv(struct exec_request *r, json_t *cmd, unsigned *st, json_t 
 	return 0;
 }
 
-static bool path_ok(const char *p)
+bool srv_path_ok(const char *p)
 {
 	if (!*p || p[0] == '/' || strlen(p) > 1000)
 		return false;
@@ -108,7 +108,7 @@ static int parse_file(struct ward_file *f, json_t *o, size_t i, unsigned *st, js
 			snprintf(field, sizeof(field), "files.%zu.%.32s", i, key);
 			return fail(st, e, field, "unknown field");
 		}
-	if (!path || !path_ok(path))
+	if (!path || !srv_path_ok(path))
 		return fail(st, e, field, "path: expected a relative path inside /workspace, without '..'");
 	if (!json_is_string(content))
 		return fail(st, e, field, "content: expected a string");
@@ -233,41 +233,58 @@ int srv_parse_policy(struct srv *s, struct ward_policy *p, json_t *pol, unsigned
 static int parse_timeout(struct srv *s, struct exec_request *r, json_t *t, unsigned *st,
 			 json_t **e)
 {
-	if (!t)
-		return 0;
-	double sec = json_number_value(t);
-	if (!json_is_number(t) || !(sec > 0) || sec * 1000 > (double)s->policy.timeout_ms)
+	if (t && srv_parse_seconds(t, s->policy.timeout_ms, &r->policy.timeout_ms) < 0)
 		return fail(st, e, "timeout", "expected seconds, above 0 and within the daemon's limit");
-	r->policy.timeout_ms = (uint64_t)(sec * 1000) ? (uint64_t)(sec * 1000) : 1;
 	return 0;
 }
 
-static int check_keys(json_t *root, unsigned *st, json_t **e)
+json_t *srv_parse_object(const char *body, size_t len, const char *const *known, size_t n_known,
+			 unsigned *st, json_t **e)
 {
-	static const char *const known[] = { "language", "code", "command", "files", "policy",
-					     "timeout" };
+	json_error_t je;
+	json_t *root = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
+	if (!root) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "invalid JSON at line %d, column %d: %s", je.line,
+			 je.column, je.text);
+		*st = 400;
+		*e = err_body("invalid_json", NULL, msg);
+		return NULL;
+	}
 	const char *key;
 	json_t *v;
+	if (!json_is_object(root)) {
+		fail(st, e, NULL, "expected a JSON object");
+		json_decref(root);
+		return NULL;
+	}
 	json_object_foreach(root, key, v) {
 		bool ok = false;
-		for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+		for (size_t i = 0; i < n_known; i++)
 			ok = ok || strcmp(key, known[i]) == 0;
 		if (!ok) {
 			char field[64];
 			snprintf(field, sizeof(field), "%.60s", key);
-			return fail(st, e, field, "unknown field");
+			fail(st, e, field, "unknown field");
+			json_decref(root);
+			return NULL;
 		}
 	}
+	return root;
+}
+
+int srv_parse_seconds(json_t *v, uint64_t max_ms, uint64_t *out)
+{
+	double sec = json_number_value(v);
+	if (!json_is_number(v) || !(sec > 0) || sec * 1000 > (double)max_ms)
+		return -1;
+	*out = (uint64_t)(sec * 1000) ? (uint64_t)(sec * 1000) : 1;
 	return 0;
 }
 
 static int parse_body(struct srv *s, json_t *root, struct exec_request *r, unsigned *st,
 		      json_t **e)
 {
-	if (!json_is_object(root))
-		return fail(st, e, NULL, "expected a JSON object");
-	if (check_keys(root, st, e) < 0)
-		return -1;
 	json_t *lang = json_object_get(root, "language"), *code = json_object_get(root, "code");
 	json_t *cmd = json_object_get(root, "command");
 	r->lang = -1;
@@ -296,17 +313,12 @@ static int parse_body(struct srv *s, json_t *root, struct exec_request *r, unsig
 int exec_request_parse(struct srv *s, const char *body, size_t len, struct exec_request *r,
 		       unsigned *status, json_t **error)
 {
-	json_error_t je;
+	static const char *const known[] = { "language", "code", "command", "files", "policy",
+					     "timeout" };
 	memset(r, 0, sizeof(*r));
-	json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-	if (!root) {
-		char msg[256];
-		snprintf(msg, sizeof(msg), "invalid JSON at line %d, column %d: %s", je.line,
-			 je.column, je.text);
-		*status = 400;
-		*error = err_body("invalid_json", NULL, msg);
+	json_t *root = srv_parse_object(body, len, known, ARRAY_SIZE(known), status, error);
+	if (!root)
 		return -1;
-	}
 	int rc = parse_body(s, root, r, status, error);
 	json_decref(root);
 	if (rc < 0)

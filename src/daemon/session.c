@@ -619,48 +619,20 @@ static int fail(struct MHD_Connection *c, unsigned status, const char *code, con
 
 /* --- requests --- */
 
+/* The body as an object with only the known keys ({} when there is none),
+ * or NULL after answering 400. */
 static json_t *parse_body(struct MHD_Connection *c, const char *body, size_t len,
 			  const char *const *known, size_t n_known, int *answered)
 {
-	json_error_t je;
+	unsigned st;
+	json_t *error = NULL;
 	*answered = -1;
-	json_t *root = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
-	if (!root) {
-		if (len == 0 && body == NULL)
-			return json_object();
-		*answered = fail(c, 400, "invalid_json", NULL, "invalid JSON at line %d, column %d: %s",
-				 je.line, je.column, je.text);
-		return NULL;
-	}
-	if (!json_is_object(root)) {
-		json_decref(root);
-		*answered = fail(c, 400, "invalid_request", NULL, "expected a JSON object");
-		return NULL;
-	}
-	const char *key;
-	json_t *v;
-	json_object_foreach(root, key, v) {
-		bool ok = false;
-		for (size_t i = 0; i < n_known; i++)
-			ok = ok || strcmp(key, known[i]) == 0;
-		if (!ok) {
-			char field[64];
-			snprintf(field, sizeof(field), "%.60s", key);
-			json_decref(root);
-			*answered = fail(c, 400, "invalid_request", field, "unknown field");
-			return NULL;
-		}
-	}
+	if (!body && len == 0)
+		return json_object();
+	json_t *root = srv_parse_object(body, len, known, n_known, &st, &error);
+	if (!root)
+		*answered = respond(c, st, error);
 	return root;
-}
-
-static int parse_seconds(json_t *v, uint64_t max_ms, uint64_t *out)
-{
-	double sec = json_number_value(v);
-	if (!json_is_number(v) || !(sec > 0) || sec * 1000 > (double)max_ms)
-		return -1;
-	*out = (uint64_t)(sec * 1000) ? (uint64_t)(sec * 1000) : 1;
-	return 0;
 }
 
 static bool name_ok(const char *n, size_t max)
@@ -780,7 +752,7 @@ static int create(struct srv *s, struct MHD_Connection *c, const struct ward_key
 		return fail(c, 400, "invalid_request", "image",
 			    "expected \"host\", the only image this daemon has");
 	}
-	if (ttl && parse_seconds(ttl, s->cfg.max_session_ttl_ms, &ttl_ms) < 0) {
+	if (ttl && srv_parse_seconds(ttl, s->cfg.max_session_ttl_ms, &ttl_ms) < 0) {
 		json_decref(root);
 		return fail(c, 400, "invalid_request", "ttl",
 			    "expected seconds, above 0 and at most %llu",
@@ -950,7 +922,7 @@ static int execute(struct session *se, struct MHD_Connection *c, const struct wa
 		r = fail(c, 400, "invalid_request", "context",
 			 "expected a name of 1-64 characters from [A-Za-z0-9._-]");
 	else if (json_object_get(root, "timeout") &&
-		 parse_seconds(json_object_get(root, "timeout"), se->call.timeout_ms, &timeout) < 0)
+		 srv_parse_seconds(json_object_get(root, "timeout"), se->call.timeout_ms, &timeout) < 0)
 		r = fail(c, 400, "invalid_request", "timeout",
 			 "expected seconds, above 0 and within the session's limit (%llu ms)",
 			 (unsigned long long)se->call.timeout_ms);
@@ -1037,7 +1009,7 @@ static int command(struct session *se, struct MHD_Connection *c, const struct wa
 	if (r < 0 && bg && !json_is_boolean(bg))
 		r = fail(c, 400, "invalid_request", "background", "expected true or false");
 	if (r < 0 && json_object_get(root, "timeout") &&
-	    parse_seconds(json_object_get(root, "timeout"), se->call.timeout_ms, &timeout) < 0)
+	    srv_parse_seconds(json_object_get(root, "timeout"), se->call.timeout_ms, &timeout) < 0)
 		r = fail(c, 400, "invalid_request", "timeout",
 			 "expected seconds, above 0 and within the session's limit (%llu ms)",
 			 (unsigned long long)se->call.timeout_ms);
