@@ -7,6 +7,12 @@
  * copied; symlinks and special files are listed as skipped. Copies land
  * under the caller's directory without following symlinks there either,
  * within count, size and total caps that are reported when hit.
+ *
+ * What is read is bounded, whether it is copied or only listed (the
+ * daemon lists and hashes on its loop): a file over the per-file cap, or
+ * past the total cap of bytes read in one scan, is listed with a null
+ * sha256 and a reason, never read; and no file is read past the size it
+ * had when it was listed (a program still writing cannot stretch it).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -53,6 +59,7 @@ struct scan {
 	json_t *list, *skipped;
 	uint32_t listed;
 	uint64_t copied_total;
+	uint64_t read_total;     /* bytes hashed (and copied), at most lim->max_total */
 	unsigned entries;
 };
 
@@ -61,21 +68,24 @@ static void skip(struct scan *s, const char *path, const char *reason)
 	json_array_append_new(s->skipped, json_pack("{s:s, s:s}", "path", path, "reason", reason));
 }
 
-/* Hashes fd, copying to out (when >= 0) as it goes. */
-static int hash_copy(int fd, int out, char hex[65])
+/* Hashes the first size bytes of fd, copying to out (when >= 0) as it
+ * goes. */
+static int hash_copy(int fd, int out, uint64_t size, char hex[65])
 {
 	crypto_hash_sha256_state st;
 	unsigned char digest[crypto_hash_sha256_BYTES];
 	char buf[65536];
 	crypto_hash_sha256_init(&st);
 	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
+		size_t want = size < sizeof(buf) ? (size_t)size : sizeof(buf);
+		ssize_t n = want ? read(fd, buf, want) : 0;
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
 		if (n == 0)
 			break;
+		size -= (uint64_t)n;
 		crypto_hash_sha256_update(&st, (unsigned char *)buf, (unsigned long long)n);
 		if (out >= 0 && ward_write_all(out, buf, (size_t)n) < 0)
 			return -EIO;
@@ -93,18 +103,40 @@ static bool unchanged_input(const struct scan *s, const char *rel, const char *h
 	return false;
 }
 
+/* "16 MiB", or bytes */
+static void human(uint64_t n, char *buf, size_t len)
+{
+	if (n && n % (1u << 20) == 0)
+		snprintf(buf, len, "%llu MiB", (unsigned long long)(n >> 20));
+	else
+		snprintf(buf, len, "%llu bytes", (unsigned long long)n);
+}
+
+/* True when a file of size may be read: within the per-file cap and the
+ * total; otherwise it is reported as skipped. */
+static bool within_caps(struct scan *s, const char *rel, uint64_t size)
+{
+	char cap[32], why[160];
+	if (size > s->lim->max_file) {
+		human(s->lim->max_file, cap, sizeof(cap));
+		snprintf(why, sizeof(why), "larger than the per-file cap (%s): listed, not hashed "
+			 "or copied", cap);
+	} else if (s->read_total + size > s->lim->max_total) {
+		human(s->lim->max_total, cap, sizeof(cap));
+		snprintf(why, sizeof(why), "over the total cap (%s) of bytes read in one run: "
+			 "listed, not hashed or copied", cap);
+	} else {
+		s->read_total += size;
+		return true;
+	}
+	skip(s, rel, why);
+	return false;
+}
+
 static int copy_target(struct scan *s, const char *rel, uint64_t size)
 {
 	if (s->dest < 0)
 		return -1;
-	if (size > s->lim->max_file) {
-		skip(s, rel, "larger than the per-file cap; listed, not copied");
-		return -1;
-	}
-	if (s->copied_total + size > s->lim->max_total) {
-		skip(s, rel, "over the total copy cap; listed, not copied");
-		return -1;
-	}
 	const char *leaf;
 	int dir = ward_mkdirs_beneath(s->dest, rel, &leaf);
 	if (dir < 0) {
@@ -131,8 +163,15 @@ static void regular_file(struct scan *s, int dirfd, const char *name, const char
 		return;
 	}
 	char hex[65];
-	int out = copy_target(s, rel, (uint64_t)st.st_size);
-	int r = hash_copy(fd, out, hex);
+	uint64_t size = (uint64_t)st.st_size;
+	if (!within_caps(s, rel, size)) {
+		close(fd);
+		json_array_append_new(s->list, json_pack("{s:s, s:I, s:n, s:s, s:b}", "path", rel,
+			"size", (json_int_t)size, "sha256", "mime_type", mime_of(rel), "copied", 0));
+		return;
+	}
+	int out = copy_target(s, rel, size);
+	int r = hash_copy(fd, out, size, hex);
 	close(fd);
 	if (out >= 0)
 		close(out);

@@ -78,6 +78,7 @@ struct srv_metrics {
 
 struct execution;
 struct session;
+struct srv_pool;
 
 struct srv {
 	struct srv_config cfg;
@@ -101,6 +102,7 @@ struct srv {
 	uint64_t stop_deadline_ns;
 	bool killed_all;
 	struct srv_metrics m;
+	struct srv_pool *pool;            /* worker threads (worker.c) */
 	const char *openapi;              /* the OpenAPI document */
 	size_t openapi_len;
 };
@@ -225,6 +227,7 @@ struct deferred {
 	unsigned status;
 	json_t *body;
 	struct MHD_Connection *c;   /* NULL once the client is gone */
+	struct MHD_Response *resp;  /* set: the answer instead of status/body */
 	char req_id[WARD_KERNEL_ID_SIZE];
 	int kind;
 	uint64_t deadline_ns;
@@ -239,6 +242,7 @@ struct route_out {
 	struct execution *ex;       /* a call: wait for it, or stream it */
 	bool stream;
 	struct deferred *d;         /* an answer to wait for */
+	bool took_body;             /* the body (and its reserved bytes) now belong to a job */
 };
 /* Routes /v1/sessions...; body may be NULL (GET, DELETE). Answers c now,
  * or fills out. */
@@ -254,13 +258,42 @@ void session_release_all(struct srv *s);
 /* Start: sandboxes a killed daemon left behind are removed, their
  * sessions marked lost. 0 or -1 (printed). */
 int session_recover(struct srv *s);
-/* files.c: the files API on a live session's sandbox. */
+/* files.c: the files API on a live session's sandbox. The work runs on a
+ * worker: the answer comes through out->d. An upload's body (heap, as
+ * http.c holds it) is taken over when out->took_body is set; of the bytes
+ * reserved for it (files_upload_reserve), len go with it. */
 int files_route(struct srv *s, struct MHD_Connection *c, struct session *se,
-		const char *method, const char *path, const char *body, size_t len);
+		const char *method, char *body, size_t len, struct route_out *out);
+/* Upload bodies are held in memory until they are whole: within 4 ×
+ * max_file in all and 2 × max_file per tenant. 0, or -ENOSPC (the
+ * daemon's share is used: 503) or -EDQUOT (the tenant's: 429). */
+int files_upload_reserve(struct srv *s, const char *tenant, uint64_t bytes);
+void files_upload_release(struct srv *s, const char *tenant, uint64_t bytes);
+/* Answers a refused reservation (rc from files_upload_reserve). */
+int files_upload_refuse(struct MHD_Connection *c, int rc, struct srv *s);
 struct ward_sandbox *session_sandbox(struct session *se);
 const struct ward_key_info *session_owner(const struct session *se);
 const char *session_id(const struct session *se);
 void session_touch(struct session *se);
+
+/* worker.c: slow work off the loop. A job's run() is called on a worker
+ * thread and may touch only what the job owns; done() is called on the
+ * loop afterwards (also, with cancelled set and run() never called, when
+ * the daemon stops) and frees the job. */
+struct srv_job {
+	struct srv_job *next;
+	void (*run)(struct srv_job *j);
+	void (*done)(struct srv *s, struct srv_job *j);
+	char tenant[WARD_KEY_TENANT_MAX + 1];
+	bool cancelled;
+};
+int srv_workers_start(struct srv *s);
+void srv_workers_stop(struct srv *s);
+/* Queues j: 0, -EAGAIN (the daemon's queue is full) or -EUSERS (the
+ * tenant's share is). */
+int srv_job_submit(struct srv *s, struct srv_job *j);
+unsigned srv_job_limit(bool per_tenant);
+void srv_workers_dispatch(struct srv *s);
 
 /* metrics.c */
 void metrics_verdict(struct srv *s, const char *tenant, enum ward_status st, uint64_t wall_ms);
@@ -272,7 +305,7 @@ char *metrics_render(struct srv *s, size_t *len);
 void srv_audit(struct srv *s, const char *event, json_t *fields);
 
 /* loop.c: watches in the main epoll */
-enum watch_kind { WATCH_MHD, WATCH_SIGNAL, WATCH_EXEC, WATCH_CLIENT, WATCH_SESSION };
+enum watch_kind { WATCH_MHD, WATCH_SIGNAL, WATCH_EXEC, WATCH_CLIENT, WATCH_SESSION, WATCH_WORKER };
 struct watch {
 	enum watch_kind kind;
 	void *ptr;

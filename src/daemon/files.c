@@ -8,13 +8,22 @@
  * fsuid and fsgid of the workspace's owner (the sandbox user), which also
  * drops the daemon's file capabilities for its duration: the daemon can do
  * there exactly what the sandbox user can, and what it creates belongs to
- * that user. The tmpfs's size limit holds as for the program. Files move whole
- * (capped by max_file), on the loop: large ones hold it for a few ms.
+ * that user. The tmpfs's size limit holds as for the program.
+ *
+ * The loop only checks the request and hands it to a worker (worker.c):
+ * the job holds its own fd of the workspace (a session that ends meanwhile
+ * is no harm), the body, and copies of the names it audits. A worker
+ * changes its own fsuid only (setfsuid is per thread: glibc calls the
+ * system call directly, without the set*id broadcast to every thread).
+ * Every open is O_NONBLOCK and checks the file type: a FIFO, or a file
+ * under a lease the sandbox holds, is refused at once instead of holding a
+ * worker for the lease-break time.
  */
 #include <dirent.h>
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <sodium.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/fsuid.h>
@@ -24,7 +33,30 @@
 #include "daemon.h"
 #include "workspace.h"
 
-enum { MAX_ENTRIES = 10000, MAX_DEPTH = 32, MAX_PATH_LEN = 1000 };
+enum { MAX_ENTRIES = 10000, MAX_DEPTH = 32, MAX_PATH_LEN = 1000, MAX_UPLOADERS = 64 };
+
+enum file_op { OP_GET, OP_PUT, OP_DELETE };
+
+struct file_job {
+	struct srv_job j;
+	enum file_op op;
+	int ws;                       /* the job's own fd of /workspace */
+	struct stat owner;            /* the workspace's owner: the fsuid */
+	char path[MAX_PATH_LEN + 1];
+	unsigned long mode;           /* PUT */
+	char *body;                   /* PUT: the upload; GET: the file read */
+	size_t len;
+	uint64_t max_file;
+	/* the answer */
+	unsigned status;
+	json_t *answer;               /* JSON, or NULL with body: a file */
+	char sha[65], fmode[8];
+	const char *event;            /* the audit event, on success */
+	char session_id[24], key_id[sizeof(((struct ward_key_info *)0)->id)];
+	struct deferred *d;
+};
+
+/* --- what a request may name --- */
 
 /* "/workspace/a/b", "a/b" -> "a/b"; "" for the workspace itself; NULL when
  * the path is not inside it or is not plain. */
@@ -37,52 +69,135 @@ static const char *normalise(const char *p)
 	return !*p || srv_path_ok(p) ? p : NULL;
 }
 
-static int path_error(struct MHD_Connection *c, int e, const char *path)
+/* The path argument: 0 with *out, or an answer. */
+static int path_arg(struct MHD_Connection *c, const char **out)
 {
+	const char *raw = NULL;
+	size_t n = 0;
+	if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, "path", 4, &raw, &n) != MHD_YES)
+		raw = NULL;
+	if (raw && strlen(raw) != n)
+		return srv_respond_error(c, 400, "invalid_request", "path",
+					 "the path contains a NUL byte (%%00)");
+	size_t len = raw ? strlen(raw) : 0;
+	bool root = raw && (strcmp(raw, "/workspace") == 0 || strcmp(raw, "/workspace/") == 0);
+	if (len && raw[len - 1] == '/' && !root)
+		return srv_respond_error(c, 400, "invalid_request", "path",
+					 "the path ends with '/': name the file or directory "
+					 "without it");
+	*out = normalise(raw);
+	if (!*out)
+		return srv_respond_error(c, 400, "invalid_request", "path",
+					 "expected a path inside /workspace, without '..', '.' or "
+					 "empty components");
+	return -1;
+}
+
+/* --- upload bodies held in memory --- */
+
+static struct {
+	uint64_t total;
+	struct { char tenant[WARD_KEY_TENANT_MAX + 1]; uint64_t bytes; } t[MAX_UPLOADERS];
+} held;
+
+static uint64_t cap_total(struct srv *s) { return 4 * s->cfg.max_file; }
+static uint64_t cap_tenant(struct srv *s) { return 2 * s->cfg.max_file; }
+
+int files_upload_reserve(struct srv *s, const char *tenant, uint64_t bytes)
+{
+	int slot = -1, free_slot = -1;
+	for (int i = 0; i < MAX_UPLOADERS; i++) {
+		if (held.t[i].bytes && strcmp(held.t[i].tenant, tenant) == 0)
+			slot = i;
+		else if (!held.t[i].bytes && free_slot < 0)
+			free_slot = i;
+	}
+	if (held.total + bytes > cap_total(s) || (slot < 0 && free_slot < 0))
+		return -ENOSPC;
+	if (slot >= 0 && held.t[slot].bytes + bytes > cap_tenant(s))
+		return -EDQUOT;
+	if (slot < 0) {
+		if (bytes > cap_tenant(s))
+			return -EDQUOT;
+		slot = free_slot;
+		ward_strlcpy(held.t[slot].tenant, tenant, sizeof(held.t[slot].tenant));
+	}
+	held.t[slot].bytes += bytes;
+	held.total += bytes;
+	return 0;
+}
+
+void files_upload_release(struct srv *s, const char *tenant, uint64_t bytes)
+{
+	(void)s;
+	for (int i = 0; i < MAX_UPLOADERS; i++)
+		if (held.t[i].bytes && strcmp(held.t[i].tenant, tenant) == 0) {
+			uint64_t n = bytes < held.t[i].bytes ? bytes : held.t[i].bytes;
+			held.t[i].bytes -= n;
+			held.total -= n < held.total ? n : held.total;
+			return;
+		}
+}
+
+int files_upload_refuse(struct MHD_Connection *c, int rc, struct srv *s)
+{
+	if (rc == -EDQUOT)
+		return srv_respond_error(c, 429, "quota_exceeded", "uploads",
+					 "this tenant's unfinished uploads hold %llu bytes of daemon "
+					 "memory at most (2 x max_file); retry when one has finished",
+					 (unsigned long long)cap_tenant(s));
+	return srv_respond_error(c, 503, "uploads_busy", "uploads",
+				 "unfinished uploads hold %llu bytes of daemon memory at most "
+				 "(4 x max_file), all in use; retry later",
+				 (unsigned long long)cap_total(s));
+}
+
+/* --- on a worker --- */
+
+static void fail(struct file_job *fj, unsigned status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void fail(struct file_job *fj, unsigned status, const char *code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fj->status = status;
+	json_decref(fj->answer);
+	fj->answer = srv_error_body(code, "path", msg);
+}
+
+static void path_error(struct file_job *fj, int e)
+{
+	const char *path = fj->path;
 	switch (e) {
 	case ENOENT:
-		return srv_respond_error(c, 404, "not_found", "path", "'%s' does not exist in /workspace", path);
+		return fail(fj, 404, "not_found", "'%s' does not exist in /workspace", path);
 	case ELOOP:
 	case EXDEV:
-	case EAGAIN:
-		return srv_respond_error(c, 400, "path_not_allowed", "path",
-					 "'%s' is, or passes through, a symbolic link or another "
-					 "mount; only plain paths inside /workspace are served", path);
+		return fail(fj, 400, "path_not_allowed",
+			    "'%s' is, or passes through, a symbolic link or another mount; only "
+			    "plain paths inside /workspace are served", path);
+	case EAGAIN: /* EWOULDBLOCK: O_NONBLOCK met a lease */
+		return fail(fj, 409, "file_busy", "'%s' is held by a file lease a program in the "
+			    "sandbox took; retry when it lets go", path);
+	case ENXIO: /* O_NONBLOCK write open of a FIFO or socket */
+		return fail(fj, 400, "not_a_file", "'%s' is not a regular file", path);
 	case ENOTDIR:
-		return srv_respond_error(c, 400, "path_not_allowed", "path",
-					 "a parent of '%s' is not a directory", path);
+		return fail(fj, 400, "path_not_allowed", "a parent of '%s' is not a directory", path);
 	case EISDIR:
-		return srv_respond_error(c, 409, "is_a_directory", "path", "'%s' is a directory", path);
+		return fail(fj, 409, "is_a_directory", "'%s' is a directory", path);
 	case EACCES:
 	case EPERM:
-		return srv_respond_error(c, 403, "permission_denied", "path",
-					 "the sandbox user may not access '%s'", path);
+		return fail(fj, 403, "permission_denied", "the sandbox user may not access '%s'", path);
 	case ENOSPC:
 	case EDQUOT:
-		return srv_respond_error(c, 507, "workspace_full", "path",
-					 "the workspace is full (its size is limited by "
-					 "policy.limits.workspace_size)");
+		return fail(fj, 507, "workspace_full", "the workspace is full (its size is limited "
+			    "by policy.limits.workspace_size)");
 	default:
-		return srv_respond_error(c, 500, "internal", "path", "'%s': %s", path, strerror(e));
+		return fail(fj, 500, "internal", "'%s': %s", path, strerror(e));
 	}
-}
-
-struct fsid {
-	int uid, gid;
-};
-
-static struct fsid become(const struct stat *owner)
-{
-	struct fsid old = { setfsuid((uid_t)-1), setfsgid((gid_t)-1) };
-	setfsgid(owner->st_gid);
-	setfsuid(owner->st_uid);
-	return old;
-}
-
-static void restore(struct fsid old)
-{
-	setfsuid((uid_t)old.uid);
-	setfsgid((gid_t)old.gid);
 }
 
 static const char *type_of(mode_t m)
@@ -90,11 +205,45 @@ static const char *type_of(mode_t m)
 	return S_ISREG(m) ? "file" : S_ISDIR(m) ? "directory" : S_ISLNK(m) ? "symlink" : "other";
 }
 
+/* A name as JSON: itself, or, when it is not UTF-8, every byte above 0x7f
+ * and every backslash as \xNN (with escaped set). */
+static json_t *name_json(const char *rel, bool *escaped)
+{
+	json_t *j = json_string(rel);
+	if (j)
+		return j;
+	char out[4 * 4096 + 1];
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)rel; *p && o + 5 < sizeof(out); p++)
+		if (*p >= 0x80 || *p == '\\')
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "\\x%02x", *p);
+		else
+			out[o++] = (char)*p;
+	out[o] = '\0';
+	*escaped = true;
+	return json_string(out);
+}
+
 struct lister {
 	json_t *entries;
 	unsigned n;
 	bool truncated;
 };
+
+static void list_entry(struct lister *l, const char *rel, const struct stat *st)
+{
+	bool escaped = false;
+	json_t *name = name_json(rel, &escaped);
+	char mode[8];
+	snprintf(mode, sizeof(mode), "%04o", (unsigned)(st->st_mode & 07777));
+	json_t *e = json_pack("{s:o, s:s, s:I, s:s, s:f}", "path", name, "type",
+			      type_of(st->st_mode), "size", (json_int_t)st->st_size, "mode", mode,
+			      "mtime", (double)st->st_mtim.tv_sec + (double)st->st_mtim.tv_nsec / 1e9);
+	if (e && escaped)
+		json_object_set_new(e, "path_escaped", json_true());
+	if (e && json_array_append_new(l->entries, e) == 0)
+		l->n++;
+}
 
 static void walk(struct lister *l, int dirfd, const char *prefix, int depth)
 {
@@ -116,13 +265,7 @@ static void walk(struct lister *l, int dirfd, const char *prefix, int depth)
 		int n = snprintf(rel, sizeof(rel), "%s%s%s", prefix, *prefix ? "/" : "", e->d_name);
 		if (n < 0 || (size_t)n >= sizeof(rel))
 			continue;
-		char mode[8];
-		snprintf(mode, sizeof(mode), "%04o", (unsigned)(st.st_mode & 07777));
-		json_array_append_new(l->entries,
-			json_pack("{s:s, s:s, s:I, s:s, s:f}", "path", rel, "type", type_of(st.st_mode),
-				  "size", (json_int_t)st.st_size, "mode", mode,
-				  "mtime", (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9));
-		l->n++;
+		list_entry(l, rel, &st);
 		if (S_ISDIR(st.st_mode) && depth < MAX_DEPTH) {
 			int sub = ward_open_beneath(dirfd, e->d_name, O_RDONLY | O_DIRECTORY, 0);
 			if (sub >= 0) {
@@ -134,17 +277,17 @@ static void walk(struct lister *l, int dirfd, const char *prefix, int depth)
 	closedir(d);
 }
 
-static int list(struct MHD_Connection *c, int dirfd, const char *path)
+static void list(struct file_job *fj, int dirfd)
 {
 	struct lister l = { .entries = json_array() };
 	if (!l.entries)
-		return srv_respond_error(c, 500, "internal", NULL, "out of memory");
-	walk(&l, dirfd, path, 0);
-	json_t *b = json_pack("{s:s, s:o, s:b}", "path", path, "entries", l.entries, "truncated",
-			      l.truncated);
-	int r = srv_respond_json(c, 200, b);
-	json_decref(b);
-	return r;
+		return fail(fj, 500, "internal", "out of memory");
+	walk(&l, dirfd, fj->path, 0);
+	fj->status = 200;
+	fj->answer = json_pack("{s:s, s:o, s:b}", "path", fj->path, "entries", l.entries,
+			       "truncated", l.truncated);
+	if (!fj->answer)
+		fail(fj, 500, "internal", "out of memory");
 }
 
 static void sha256_hex(const void *data, size_t len, char out[65])
@@ -154,37 +297,24 @@ static void sha256_hex(const void *data, size_t len, char out[65])
 	sodium_bin2hex(out, 65, d, sizeof(d));
 }
 
-static void audit_file(struct srv *s, struct session *se, const char *event, const char *path,
-		       uint64_t size, const char *sha)
+static void download(struct file_job *fj)
 {
-	json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s?}", "session_id", session_id(se),
-			      "tenant", session_owner(se)->tenant, "key_id", session_owner(se)->id,
-			      "path", path, "size", (json_int_t)size, "sha256", sha);
-	srv_audit(s, event, f);
-	json_decref(f);
-}
-
-static int download(struct srv *s, struct MHD_Connection *c, struct session *se, int ws,
-		    const char *path)
-{
-	if (!*path)
-		return list(c, ws, "");
-	int fd = ward_open_beneath(ws, path, O_RDONLY | O_NONBLOCK, 0);
+	if (!*fj->path)
+		return list(fj, fj->ws);
+	int fd = ward_open_beneath(fj->ws, fj->path, O_RDONLY | O_NONBLOCK, 0);
 	if (fd < 0)
-		return path_error(c, errno, path);
+		return path_error(fj, errno);
 	struct stat st;
-	int r;
 	if (fstat(fd, &st) < 0) {
-		r = path_error(c, errno, path);
+		path_error(fj, errno);
 	} else if (S_ISDIR(st.st_mode)) {
-		r = list(c, fd, path);
+		list(fj, fd);
 	} else if (!S_ISREG(st.st_mode)) {
-		r = srv_respond_error(c, 400, "not_a_file", "path",
-				      "'%s' is not a regular file (%s)", path, type_of(st.st_mode));
-	} else if ((uint64_t)st.st_size > s->cfg.max_file) {
-		r = srv_respond_error(c, 413, "file_too_large", "path",
-				      "'%s' is %lld bytes, over the limit of %llu (max_file)", path,
-				      (long long)st.st_size, (unsigned long long)s->cfg.max_file);
+		fail(fj, 400, "not_a_file", "'%s' is not a regular file (%s)", fj->path,
+		     type_of(st.st_mode));
+	} else if ((uint64_t)st.st_size > fj->max_file) {
+		fail(fj, 413, "file_too_large", "'%s' is %lld bytes, over the limit of %llu "
+		     "(max_file)", fj->path, (long long)st.st_size, (unsigned long long)fj->max_file);
 	} else {
 		size_t cap = (size_t)st.st_size, len = 0;
 		char *buf = malloc(cap ? cap : 1);
@@ -192,65 +322,50 @@ static int download(struct srv *s, struct MHD_Connection *c, struct session *se,
 		while (buf && len < cap && (n = read(fd, buf + len, cap - len)) > 0)
 			len += (size_t)n;
 		if (!buf || n < 0) {
+			path_error(fj, buf ? errno : ENOMEM);
 			free(buf);
-			r = path_error(c, buf ? errno : ENOMEM, path);
 		} else {
-			char sha[65], mode[8];
-			sha256_hex(buf, len, sha);
-			snprintf(mode, sizeof(mode), "%04o", (unsigned)(st.st_mode & 07777));
-			struct MHD_Response *resp =
-				MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
-			if (!resp) {
-				free(buf);
-				close(fd);
-				return MHD_NO;
-			}
-			MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
-			MHD_add_response_header(resp, "Ward-File-Sha256", sha);
-			MHD_add_response_header(resp, "Ward-File-Mode", mode);
-			srv_note_status(200);
-			r = MHD_queue_response(c, 200, resp);
-			MHD_destroy_response(resp);
-			audit_file(s, se, "file.download", path, len, sha);
+			fj->body = buf;
+			fj->len = len;
+			fj->status = 200;
+			fj->event = "file.download";
+			sha256_hex(buf, len, fj->sha);
+			snprintf(fj->fmode, sizeof(fj->fmode), "%04o", (unsigned)(st.st_mode & 07777));
 		}
 	}
 	close(fd);
-	return r;
 }
 
-static int upload(struct srv *s, struct MHD_Connection *c, struct session *se, int ws,
-		  const char *path, const char *body, size_t len)
+static void upload(struct file_job *fj)
 {
-	if (!*path)
-		return srv_respond_error(c, 400, "invalid_request", "path",
-					 "expected the path of a file inside /workspace");
-	const char *ms = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "mode");
-	unsigned long mode = 0644;
-	if (ms) {
-		char *end;
-		mode = strtoul(ms, &end, 8);
-		if (!*ms || *end || mode > 0777)
-			return srv_respond_error(c, 400, "invalid_request", "mode",
-						 "expected octal permissions like 0644 (at most 0777)");
-	}
 	const char *leaf;
-	int e = 0, dir = ward_mkdirs_beneath(ws, path, &leaf);
-	int fd = dir < 0 ? -1 : ward_open_beneath(dir, leaf, O_WRONLY | O_CREAT | O_TRUNC, (unsigned)mode);
-	if (fd < 0)
+	int e = 0, dir = ward_mkdirs_beneath(fj->ws, fj->path, &leaf);
+	/* no O_TRUNC before the type is known: a FIFO stays untouched */
+	int fd = dir < 0 ? -1 : ward_open_beneath(dir, leaf, O_WRONLY | O_CREAT | O_NONBLOCK,
+						  (unsigned)fj->mode);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
 		e = errno;
-	size_t off = 0;
-	while (fd >= 0 && off < len) {
-		ssize_t n = write(fd, body + off, len - off);
+	} else if (!S_ISREG(st.st_mode)) {
+		fail(fj, 400, "not_a_file", "'%s' is not a regular file (%s)", fj->path,
+		     type_of(st.st_mode));
+		close(fd);
+		close(dir);
+		return;
+	} else if (ftruncate(fd, 0) < 0) {
+		e = errno;
+	}
+	for (size_t off = 0; fd >= 0 && !e && off < fj->len;) {
+		ssize_t n = write(fd, fj->body + off, fj->len - off);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
+		if (n <= 0)
 			e = n < 0 ? errno : EIO;
-			break;
-		}
-		off += (size_t)n;
+		else
+			off += (size_t)n;
 	}
 	if (fd >= 0 && !e)
-		fchmod(fd, (mode_t)mode); /* past the umask, and for a file that existed: mode= or 0644 */
+		fchmod(fd, (mode_t)fj->mode); /* past the umask, and for a file that existed */
 	if (e && fd >= 0)
 		unlinkat(dir, leaf, 0); /* no half-written file stays */
 	if (fd >= 0)
@@ -258,69 +373,113 @@ static int upload(struct srv *s, struct MHD_Connection *c, struct session *se, i
 	if (dir >= 0)
 		close(dir);
 	if (e)
-		return path_error(c, e, path);
-	char sha[65], m[8];
-	sha256_hex(body ? body : "", len, sha);
-	snprintf(m, sizeof(m), "%04lo", mode);
-	audit_file(s, se, "file.upload", path, len, sha);
-	json_t *b = json_pack("{s:s, s:I, s:s, s:s}", "path", path, "size", (json_int_t)len,
-			      "sha256", sha, "mode", m);
-	int r = srv_respond_json(c, 201, b);
-	json_decref(b);
-	return r;
+		return path_error(fj, e);
+	sha256_hex(fj->body ? fj->body : "", fj->len, fj->sha);
+	snprintf(fj->fmode, sizeof(fj->fmode), "%04lo", fj->mode);
+	fj->status = 201;
+	fj->event = "file.upload";
+	fj->answer = json_pack("{s:s, s:I, s:s, s:s}", "path", fj->path, "size",
+			       (json_int_t)fj->len, "sha256", fj->sha, "mode", fj->fmode);
 }
 
-/* Removes everything under dirfd (bounded); 0 or -errno. */
-static int empty_dir(int dirfd, int depth)
+/* Removes everything under top, at any depth, without recursion: one fd
+ * at a time goes down to a directory without subdirectories, empties and
+ * removes it, and comes back up through "..", checked against the inode
+ * it came from (a program that moves directories meanwhile cannot send
+ * the walk elsewhere). 0 or -errno. */
+static int empty_tree(int top)
 {
-	if (depth > MAX_DEPTH)
-		return -ELOOP;
-	DIR *d = ward_dir_stream(dirfd);
-	if (!d)
-		return -errno;
-	int rc = 0;
-	struct dirent *e;
-	while (rc == 0 && (e = readdir(d))) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (unlinkat(dirfd, e->d_name, 0) == 0)
-			continue;
-		if (errno != EISDIR && errno != EPERM) {
+	struct level { dev_t dev; ino_t ino; char name[256]; } *lv = NULL;
+	size_t depth = 0, cap = 0;
+	struct stat st;
+	int cur = fcntl(top, F_DUPFD_CLOEXEC, 3), rc = 0;
+	if (cur < 0 || fstat(cur, &st) < 0)
+		rc = -errno;
+	while (rc == 0) {
+		DIR *d = ward_dir_stream(cur);
+		if (!d) {
 			rc = -errno;
 			break;
 		}
-		int sub = ward_open_beneath(dirfd, e->d_name, O_RDONLY | O_DIRECTORY, 0);
-		if (sub < 0) {
-			rc = -errno;
+		char sub[256] = "";
+		struct dirent *e;
+		while (rc == 0 && (e = readdir(d))) {
+			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+				continue;
+			if (unlinkat(cur, e->d_name, 0) == 0)
+				continue;
+			if (errno != EISDIR && errno != EPERM)
+				rc = -errno;
+			else
+				ward_strlcpy(sub, e->d_name, sizeof(sub));
 			break;
 		}
-		rc = empty_dir(sub, depth + 1);
-		close(sub);
-		if (rc == 0 && unlinkat(dirfd, e->d_name, AT_REMOVEDIR) < 0)
+		closedir(d);
+		if (rc)
+			break;
+		if (*sub) { /* down */
+			if (depth == cap) {
+				cap = cap ? 2 * cap : 64;
+				struct level *nl = realloc(lv, cap * sizeof(*lv));
+				if (!nl) {
+					rc = -ENOMEM;
+					break;
+				}
+				lv = nl;
+			}
+			int next = ward_open_beneath(cur, sub, O_RDONLY | O_DIRECTORY, 0);
+			if (next < 0) {
+				rc = -errno;
+				break;
+			}
+			lv[depth] = (struct level){ .dev = st.st_dev, .ino = st.st_ino };
+			ward_strlcpy(lv[depth].name, sub, sizeof(lv[depth].name));
+			depth++;
+			close(cur);
+			cur = next;
+			if (fstat(cur, &st) < 0)
+				rc = -errno;
+			continue;
+		}
+		if (depth == 0) /* top is empty */
+			break;
+		/* up: cur is empty */
+		depth--;
+		int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (up < 0 || fstat(up, &st) < 0 || st.st_dev != lv[depth].dev ||
+		    st.st_ino != lv[depth].ino) {
+			rc = up < 0 ? -errno : -ESTALE;
+			if (up >= 0)
+				close(up);
+			break;
+		}
+		close(cur);
+		cur = up;
+		if (unlinkat(cur, lv[depth].name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 			rc = -errno;
 	}
-	closedir(d);
+	if (cur >= 0)
+		close(cur);
+	free(lv);
 	return rc;
 }
 
-static int delete(struct srv *s, struct MHD_Connection *c, struct session *se, int ws,
-		  const char *path)
+static void delete(struct file_job *fj)
 {
-	if (!*path)
-		return srv_respond_error(c, 400, "invalid_request", "path",
-					 "expected a path inside /workspace (not the workspace itself)");
+	const char *path = fj->path;
 	const char *slash = strrchr(path, '/'), *leaf = slash ? slash + 1 : path;
 	char parent[MAX_PATH_LEN + 1];
 	ward_strlcpy(parent, path, sizeof(parent));
 	if (slash)
 		parent[slash - path] = '\0';
-	int dir = slash ? ward_open_beneath(ws, parent, O_RDONLY | O_DIRECTORY, 0) : fcntl(ws, F_DUPFD_CLOEXEC, 3);
+	int dir = slash ? ward_open_beneath(fj->ws, parent, O_RDONLY | O_DIRECTORY, 0)
+		        : fcntl(fj->ws, F_DUPFD_CLOEXEC, 3);
 	int e = dir < 0 ? errno : 0;
 	if (!e && unlinkat(dir, leaf, 0) < 0) {
 		e = errno;
 		if (e == EISDIR || e == EPERM) {
 			int sub = ward_open_beneath(dir, leaf, O_RDONLY | O_DIRECTORY, 0);
-			int rc = sub < 0 ? -errno : empty_dir(sub, 0);
+			int rc = sub < 0 ? -errno : empty_tree(sub);
 			if (sub >= 0)
 				close(sub);
 			e = rc < 0 ? -rc : unlinkat(dir, leaf, AT_REMOVEDIR) < 0 ? errno : 0;
@@ -328,44 +487,151 @@ static int delete(struct srv *s, struct MHD_Connection *c, struct session *se, i
 	}
 	if (dir >= 0)
 		close(dir);
+	if (e == ESTALE)
+		return fail(fj, 409, "changed", "'%s' was moved while it was being deleted; "
+			    "part of it may be left", path);
 	if (e)
-		return path_error(c, e, path);
-	audit_file(s, se, "file.delete", path, 0, NULL);
-	json_t *b = json_pack("{s:s, s:b}", "path", path, "deleted", 1);
-	int r = srv_respond_json(c, 200, b);
-	json_decref(b);
-	return r;
+		return path_error(fj, e);
+	fj->status = 200;
+	fj->event = "file.delete";
+	fj->answer = json_pack("{s:s, s:b}", "path", path, "deleted", 1);
+}
+
+static void file_run(struct srv_job *j)
+{
+	struct file_job *fj = (struct file_job *)j;
+	/* every operation as the sandbox user, reads included; this thread only */
+	int old_uid = setfsuid((uid_t)-1), old_gid = setfsgid((gid_t)-1);
+	setfsgid(fj->owner.st_gid);
+	setfsuid(fj->owner.st_uid);
+	if (fj->op == OP_GET)
+		download(fj);
+	else if (fj->op == OP_PUT)
+		upload(fj);
+	else
+		delete(fj);
+	setfsuid((uid_t)old_uid);
+	setfsgid((gid_t)old_gid);
+}
+
+/* --- back on the loop --- */
+
+static void audit_file(struct srv *s, struct file_job *fj)
+{
+	json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s?}", "session_id", fj->session_id,
+			      "tenant", fj->j.tenant, "key_id", fj->key_id, "path", fj->path,
+			      "size", (json_int_t)(fj->op == OP_DELETE ? 0 : fj->len), "sha256",
+			      fj->op == OP_DELETE ? NULL : fj->sha);
+	srv_audit(s, fj->event, f);
+	json_decref(f);
+}
+
+static void file_done(struct srv *s, struct srv_job *j)
+{
+	struct file_job *fj = (struct file_job *)j;
+	if (j->cancelled)
+		fail(fj, 503, "shutting_down", "the daemon is shutting down");
+	else if (fj->event)
+		audit_file(s, fj);
+	if (fj->op == OP_PUT)
+		files_upload_release(s, j->tenant, fj->len);
+	struct MHD_Response *r = NULL;
+	if (fj->status == 200 && !fj->answer && fj->op == OP_GET) {
+		r = MHD_create_response_from_buffer(fj->len, fj->body, MHD_RESPMEM_MUST_FREE);
+		if (r) {
+			fj->body = NULL;
+			MHD_add_response_header(r, "Content-Type", "application/octet-stream");
+			MHD_add_response_header(r, "Ward-File-Sha256", fj->sha);
+			MHD_add_response_header(r, "Ward-File-Mode", fj->fmode);
+		} else {
+			fail(fj, 500, "internal", "out of memory");
+		}
+	}
+	if (!r && !fj->answer)
+		fail(fj, 500, "internal", "out of memory");
+	fj->d->resp = r;
+	deferred_answer(fj->d, fj->status, fj->answer);
+	deferred_unref(fj->d);
+	free(fj->body);
+	close(fj->ws);
+	free(fj);
 }
 
 int files_route(struct srv *s, struct MHD_Connection *c, struct session *se,
-		const char *method, const char *raw, const char *body, size_t len)
+		const char *method, char *body, size_t len, struct route_out *out)
 {
-	const char *path = normalise(raw);
-	if (!path)
+	const char *path;
+	int r = path_arg(c, &path);
+	if (r >= 0)
+		return r;
+	enum file_op op = strcmp(method, "GET") == 0 ? OP_GET : strcmp(method, "PUT") == 0 ? OP_PUT
+			: OP_DELETE;
+	if (strcmp(method, "DELETE") != 0 && op == OP_DELETE)
+		return srv_respond_error(c, 405, "method_not_allowed", NULL, "method not allowed here");
+	if (op == OP_PUT && !*path)
 		return srv_respond_error(c, 400, "invalid_request", "path",
-					 "expected a path inside /workspace, without '..', '.' or "
-					 "empty components");
+					 "expected the path of a file inside /workspace");
+	if (op == OP_DELETE && !*path)
+		return srv_respond_error(c, 400, "invalid_request", "path",
+					 "expected a path inside /workspace (not the workspace itself)");
+	unsigned long mode = 0644;
+	const char *ms = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "mode");
+	if (op == OP_PUT && ms) {
+		char *end;
+		mode = strtoul(ms, &end, 8);
+		if (!*ms || *end || mode > 0777)
+			return srv_respond_error(c, 400, "invalid_request", "mode",
+						 "expected octal permissions like 0644 (at most 0777)");
+	}
 	struct ward_sandbox *sb = session_sandbox(se);
-	int ws = sb ? ward_workspace_open(sb) : -1;
-	struct stat owner;
-	if (ws < 0 || fstat(ws, &owner) < 0) {
-		if (ws >= 0)
-			close(ws);
+	struct file_job *fj = calloc(1, sizeof(*fj));
+	if (!fj)
+		return srv_respond_error(c, 500, "internal", NULL, "out of memory");
+	fj->ws = sb ? ward_workspace_open(sb) : -1;
+	if (fj->ws < 0 || fstat(fj->ws, &fj->owner) < 0) {
+		if (fj->ws >= 0)
+			close(fj->ws);
+		free(fj);
 		return srv_respond_error(c, 410, "session_ended", "id",
 					 "the session's workspace cannot be reached (its sandbox ended)");
 	}
-	int r;
-	/* every operation as the sandbox user, reads included */
-	struct fsid old = become(&owner);
-	if (strcmp(method, "GET") == 0)
-		r = download(s, c, se, ws, path);
-	else if (strcmp(method, "PUT") == 0)
-		r = upload(s, c, se, ws, path, body, len);
-	else if (strcmp(method, "DELETE") == 0)
-		r = delete(s, c, se, ws, path);
+	fj->j.run = file_run;
+	fj->j.done = file_done;
+	ward_strlcpy(fj->j.tenant, session_owner(se)->tenant, sizeof(fj->j.tenant));
+	ward_strlcpy(fj->key_id, session_owner(se)->id, sizeof(fj->key_id));
+	ward_strlcpy(fj->session_id, session_id(se), sizeof(fj->session_id));
+	ward_strlcpy(fj->path, path, sizeof(fj->path));
+	fj->op = op;
+	fj->mode = mode;
+	fj->max_file = s->cfg.max_file;
+	/* the connection waits for the answer, which the job gives */
+	fj->d = deferred_new(c);
+	if (!fj->d) {
+		close(fj->ws);
+		free(fj);
+		return srv_respond_error(c, 500, "internal", NULL, "out of memory");
+	}
+	out->d = fj->d;
+	if (op == OP_PUT) {
+		fj->body = body;
+		fj->len = len;
+	}
+	int rc = srv_job_submit(s, &fj->j);
+	if (rc == 0) {
+		out->took_body = op == OP_PUT;
+		return MHD_YES;
+	}
+	char msg[200];
+	if (rc == -EUSERS)
+		snprintf(msg, sizeof(msg), "this tenant has %u file operations under way, the most "
+			 "it may; retry when one has finished", srv_job_limit(true));
 	else
-		r = srv_respond_error(c, 405, "method_not_allowed", NULL, "method not allowed here");
-	restore(old);
-	close(ws);
-	return r;
+		snprintf(msg, sizeof(msg), "the daemon has %u file operations under way, the most it "
+			 "takes; retry later", srv_job_limit(false));
+	deferred_answer(fj->d, rc == -EUSERS ? 429 : 503,
+			srv_error_body(rc == -EUSERS ? "quota_exceeded" : "files_busy", "files", msg));
+	deferred_unref(fj->d);
+	close(fj->ws);
+	free(fj);
+	return MHD_YES;
 }

@@ -26,6 +26,9 @@ struct req {
 	char *body;
 	size_t len, cap;
 	uint64_t limit;          /* of the body */
+	uint64_t reserved;       /* an upload's bytes counted by files_upload_reserve */
+	int refused;             /* an upload files_upload_reserve refused (its rc) */
+	bool upload;             /* a PUT of the files API */
 	bool too_big, answered;
 	enum route route;
 	struct ward_key_info key;
@@ -308,7 +311,15 @@ static int session_call(struct req *rq, struct MHD_Connection *c, const char *ur
 		return answer_error(rq, c, 400, "too_deep", NULL, "JSON nested deeper than 32 levels");
 	struct route_out out;
 	last_status = 0;
-	int r = session_route(s, c, &rq->key, method, url, rq->body, rq->len, &out);
+	int r = rq->refused ? files_upload_refuse(c, rq->refused, s)
+		: session_route(s, c, &rq->key, method, url, rq->body, rq->len, &out);
+	if (rq->refused)
+		memset(&out, 0, sizeof(out));
+	if (out.took_body) { /* the upload's job has the body and len of the bytes */
+		files_upload_release(s, rq->key.tenant, rq->reserved - rq->len);
+		rq->body = NULL;
+		rq->len = rq->cap = rq->reserved = 0;
+	}
 	const char *action = strstr(url, "/files") ? "files" : strstr(url, "/execute") ? "session.execute"
 			   : strstr(url, "/commands") ? "session.command" : "session";
 	audit_request(s, &rq->key, action, method, url, out.ex ? 200 : out.d ? 202 : last_status);
@@ -395,6 +406,26 @@ static int public_route(struct req *rq, struct MHD_Connection *c, const char *ur
 	return -1;
 }
 
+/* An upload's body is held in memory until it is whole: its bytes are
+ * reserved first, within the bounds files_upload_reserve keeps. False when
+ * refused (rq->refused set; what was held is let go). */
+static bool grow_upload(struct req *rq, size_t cap)
+{
+	if (cap <= rq->reserved)
+		return true;
+	int rc = files_upload_reserve(rq->s, rq->key.tenant, cap - rq->reserved);
+	if (rc == 0) {
+		rq->reserved = cap;
+		return true;
+	}
+	files_upload_release(rq->s, rq->key.tenant, rq->reserved);
+	free(rq->body);
+	rq->body = NULL;
+	rq->len = rq->cap = rq->reserved = 0;
+	rq->refused = rc;
+	return false;
+}
+
 /* The first call for a request: headers only. */
 static int first_call(struct req *rq, struct MHD_Connection *c, const char *url,
 		      const char *method)
@@ -435,12 +466,15 @@ static int first_call(struct req *rq, struct MHD_Connection *c, const char *url,
 	if (sess_path) {
 		if (strcmp(method, "POST") != 0 && strcmp(method, "PUT") != 0)
 			return session_call(rq, c, url, method);
-		rq->limit = strcmp(method, "PUT") == 0 ? s->cfg.max_file : s->cfg.max_body;
+		rq->upload = strcmp(method, "PUT") == 0;
+		rq->limit = rq->upload ? s->cfg.max_file : s->cfg.max_body;
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 		if (cl && strtoull(cl, NULL, 10) > rq->limit) {
 			rq->too_big = true;
 			return session_call(rq, c, url, method);
 		}
+		if (cl && rq->upload && !grow_upload(rq, strtoull(cl, NULL, 10) + 1))
+			return session_call(rq, c, url, method);
 		rq->route = R_SESSION;
 		return MHD_YES;
 	}
@@ -481,7 +515,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	if (*upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
-		if (rq->answered || rq->too_big)
+		if (rq->answered || rq->too_big || rq->refused)
 			return MHD_YES;
 		if (rq->len + n > rq->limit) {
 			rq->too_big = true;
@@ -491,6 +525,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			size_t cap = rq->cap ? rq->cap : 4096;
 			while (cap < rq->len + n + 1)
 				cap *= 2;
+			if (rq->upload && rq->reserved >= rq->len + n + 1)
+				cap = rq->reserved; /* the Content-Length, reserved whole */
+			if (cap > rq->limit + 1)
+				cap = (size_t)rq->limit + 1;
+			if (rq->upload && !grow_upload(rq, cap))
+				return MHD_YES;
 			char *nb = realloc(rq->body, cap);
 			if (!nb)
 				return MHD_NO;
@@ -505,6 +545,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		if (!rq->d->done)
 			return MHD_YES;
 		rq->answered = true;
+		if (rq->d->resp) { /* a file */
+			srv_note_status(rq->d->status);
+			return MHD_queue_response(c, rq->d->status, rq->d->resp);
+		}
 		return srv_respond_json(c, rq->d->status, rq->d->body) == MHD_YES ? MHD_YES : MHD_NO;
 	}
 	if (rq->ex && !rq->answered) {
@@ -536,6 +580,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		rq->d->c = NULL;
 		deferred_unref(rq->d);
 	}
+	if (rq->reserved)
+		files_upload_release(rq->s, rq->key.tenant, rq->reserved);
 	free(rq->body);
 	free(rq);
 	*con_cls = NULL;

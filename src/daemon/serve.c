@@ -258,6 +258,8 @@ int srv_loop(struct srv *s)
 				exec_client_gone(w->ptr);
 			else if (w->kind == WATCH_SESSION)
 				session_dispatch(s, w->ptr);
+			else if (w->kind == WATCH_WORKER)
+				srv_workers_dispatch(s);
 		}
 		exec_tick(s);
 		session_tick(s);
@@ -273,7 +275,7 @@ static int start(struct srv *s)
 		return -1;
 	if (!s->cfg.socket && !(s->cfg.socket = strdup("/run/ward/ward.sock")))
 		return -1;
-	if (load_policy(s) < 0 || open_audit(s) < 0 || setup_loop(s) < 0)
+	if (load_policy(s) < 0 || open_audit(s) < 0 || setup_loop(s) < 0 || srv_workers_start(s) < 0)
 		return -1;
 	s->openapi = ward_openapi_json;
 	s->openapi_len = (size_t)(ward_openapi_json_end - ward_openapi_json);
@@ -333,6 +335,7 @@ int ward_cli_serve(int argc, char **argv)
 		if (start(s) == 0 && srv_loop(s) == 0)
 			status = 0;
 	}
+	srv_workers_stop(s); /* before the connections its jobs answer go */
 	session_release_all(s);
 	srv_http_stop(s);
 	if (s->unix_bound && !s->stopping)

@@ -126,6 +126,8 @@ void deferred_answer(struct deferred *d, unsigned status, json_t *body)
 void deferred_unref(struct deferred *d)
 {
 	if (d && --d->refs == 0) {
+		if (d->resp)
+			MHD_destroy_response(d->resp);
 		json_decref(d->body);
 		json_decref(d->err);
 		free(d);
@@ -1127,8 +1129,8 @@ int session_route(struct srv *s, struct MHD_Connection *c, const struct ward_key
 		if (!(key->scopes & WARD_SCOPE_FILES)) /* checked before; kept where it is used */
 			return fail(c, 403, "forbidden", "scope", "this key lacks the 'files' scope");
 		session_touch(se);
-		const char *path = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
-		return files_route(s, c, se, method, path, body, len);
+		/* body is the request's heap copy (http.c): an upload's job takes it */
+		return files_route(s, c, se, method, (char *)body, len, out);
 	}
 	if (cmds && *sub2)
 		return command_op(se, c, method, sub2, out);
