@@ -26,7 +26,7 @@ struct req {
 	char *body;
 	size_t len, cap;
 	uint64_t limit;          /* of the body */
-	uint64_t reserved;       /* an upload's bytes counted by files_upload_reserve */
+	uint64_t reserved;       /* an upload's body bytes counted by files_upload_reserve */
 	int refused;             /* an upload files_upload_reserve refused (its rc) */
 	bool upload;             /* a PUT of the files API */
 	bool too_big, answered;
@@ -409,13 +409,13 @@ static int public_route(struct req *rq, struct MHD_Connection *c, const char *ur
 /* An upload's body is held in memory until it is whole: its bytes are
  * reserved first, within the bounds files_upload_reserve keeps. False when
  * refused (rq->refused set; what was held is let go). */
-static bool grow_upload(struct req *rq, size_t cap)
+static bool grow_upload(struct req *rq, uint64_t bytes)
 {
-	if (cap <= rq->reserved)
+	if (bytes <= rq->reserved)
 		return true;
-	int rc = files_upload_reserve(rq->s, rq->key.tenant, cap - rq->reserved);
+	int rc = files_upload_reserve(rq->s, rq->key.tenant, bytes - rq->reserved);
 	if (rc == 0) {
-		rq->reserved = cap;
+		rq->reserved = bytes;
 		return true;
 	}
 	files_upload_release(rq->s, rq->key.tenant, rq->reserved);
@@ -473,7 +473,7 @@ static int first_call(struct req *rq, struct MHD_Connection *c, const char *url,
 			rq->too_big = true;
 			return session_call(rq, c, url, method);
 		}
-		if (cl && rq->upload && !grow_upload(rq, strtoull(cl, NULL, 10) + 1))
+		if (cl && rq->upload && !grow_upload(rq, strtoull(cl, NULL, 10)))
 			return session_call(rq, c, url, method);
 		rq->route = R_SESSION;
 		return MHD_YES;
@@ -525,11 +525,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			size_t cap = rq->cap ? rq->cap : 4096;
 			while (cap < rq->len + n + 1)
 				cap *= 2;
-			if (rq->upload && rq->reserved >= rq->len + n + 1)
-				cap = rq->reserved; /* the Content-Length, reserved whole */
+			if (rq->upload && rq->reserved >= rq->len + n)
+				cap = (size_t)rq->reserved + 1; /* the Content-Length, reserved whole */
 			if (cap > rq->limit + 1)
 				cap = (size_t)rq->limit + 1;
-			if (rq->upload && !grow_upload(rq, cap))
+			if (rq->upload && !grow_upload(rq, cap - 1))
 				return MHD_YES;
 			char *nb = realloc(rq->body, cap);
 			if (!nb)

@@ -82,6 +82,36 @@ res.update(healthz_worst_ms=round(worst), healthz_n=n,
 res["attack"] = res["attack"][0]
 print(json.dumps(res))
 EOF
+# slow.py SOCK SESSION KEY:N...: N uploads per key, each announcing 8 MiB
+# and sending 7.5 MiB of it, then holding; prints the statuses answered
+# before the body was whole (0: none yet), and waits for a line on stdin.
+cat > "$TEST_TMP/slow.py" <<'EOF'
+import json, socket, sys
+sock, sess, specs = sys.argv[1], sys.argv[2], sys.argv[3:]
+conns = []
+for spec in specs:
+    key, n = spec.rsplit(":", 1)
+    for i in range(int(n)):
+        c = socket.socket(socket.AF_UNIX); c.connect(sock)
+        c.sendall(("PUT /v1/sessions/%s/files?path=slow%d HTTP/1.1\r\nHost: w\r\n"
+                   "Authorization: Bearer %s\r\nContent-Length: %d\r\n\r\n"
+                   % (sess, len(conns), key, 8 << 20)).encode())
+        conns.append(c)
+        c.settimeout(0.5)
+        try:
+            c.sendall(b"x" * (15 << 19))
+        except OSError:
+            pass
+statuses = []
+for c in conns:
+    c.settimeout(0.5)
+    try:
+        statuses.append(int(c.recv(4096).split()[1]))
+    except (OSError, IndexError, ValueError):
+        statuses.append(0)
+print(json.dumps(sorted(statuses)), flush=True)
+sys.stdin.readline()
+EOF
 probe() { python3 "$TEST_TMP/probe.py" "$SOCK" "$KB" "$@" | tee -a "$D/figures"; }
 # checks a probe's figures: the loop kept answering
 kept_answering() {
@@ -130,6 +160,20 @@ test_expect_success SERVE '100 sparse 64 MiB files left by a one-shot: nothing o
 	v=$(cat "$D/sparse.out") &&
 	expect_eq "$(python3 -c "import json, sys; d = json.load(sys.stdin); a = d[\"artifacts\"]; k = {x[\"path\"]: x[\"reason\"] for x in d[\"artifacts_skipped\"]}; print(len(a), {x[\"sha256\"] for x in a}, {x[\"size\"] for x in a}, k.get(\"s7\"))" <<<"$v")" \
 		"100 {None} {67108864} larger than the per-file cap (16 MiB): listed, not hashed or copied"
+'
+
+test_expect_success SERVE 'slow uploads: what they hold in memory is capped in all and per tenant; the loop keeps answering' '
+	rss() { sed -n "s/^VmRSS:[^0-9]*\([0-9]*\).*/\1/p" /proc/$(daemon_pid)/status; }
+	rss0=$(rss) &&
+	mkfifo go && { python3 "$TEST_TMP/slow.py" "$SOCK" "$S" "$KA:4" "$KB:4" "$KC:4" < go > slow.out & } &&
+	exec 9> go &&
+	for _ in $(seq 300); do [ -s slow.out ] && break; sleep 0.1; done &&
+	rss1=$(rss) && f=$(probe true) && exec 9>&- && wait &&
+	echo "statuses $(cat slow.out) rss $rss0 -> $rss1 kB" | tee -a "$D/figures" &&
+	kept_answering "$f" &&
+	expect_eq "$(cat slow.out)" "[0, 0, 0, 0, 429, 429, 503, 503, 503, 503, 503, 503]" &&
+	expect_eq "$(( (rss1 - rss0) < 40 * 1024 ))" 1 &&
+	r=$(api PUT "/v1/sessions/$S/files?path=after" "${A[@]}" -d x) && expect_eq "$(code "$r")" 201
 '
 
 test_done
