@@ -38,6 +38,8 @@ C=(-H "Authorization: Bearer $KC")
 new_session() { r=$(api POST /v1/sessions "${A[@]}" -d '{}') && [ "$(code "$r")" = 201 ] && field "$r" 'd["id"]'; }
 ex() { api POST "/v1/sessions/$1/execute" "${A[@]}" -d "$2"; }
 daemon_pid() { cat "$D/pid"; }
+# mkbody: the code on stdin as an execute body
+mkbody() { python3 -c 'import json, sys; print(json.dumps({"code": sys.stdin.read()}))'; }
 
 # probe ATTACK-COMMAND...: runs the attack, and while it runs asks /healthz
 # every 50 ms and starts one execution of tenant beta; prints JSON with the
@@ -174,6 +176,49 @@ test_expect_success SERVE 'slow uploads: what they hold in memory is capped in a
 	expect_eq "$(cat slow.out)" "[0, 0, 0, 0, 429, 429, 503, 503, 503, 503, 503, 503]" &&
 	expect_eq "$(( (rss1 - rss0) < 40 * 1024 ))" 1 &&
 	r=$(api PUT "/v1/sessions/$S/files?path=after" "${A[@]}" -d x) && expect_eq "$(code "$r")" 201
+'
+
+test_expect_success SERVE 'files: a name that is not UTF-8 is listed, escaped and flagged, and can be read' '
+	r=$(ex "$S" "$(mkbody <<-"EOF"
+	import os
+	os.makedirs("/workspace/odd", exist_ok=True)
+	open(b"/workspace/odd/caf\xe9\\x.txt", "w").write("bytes")
+	open("/workspace/odd/plain.txt", "w").write("plain")
+	EOF
+	)") && expect_eq "$(field "$r" "d[\"status\"]")" ok &&
+	r=$(api GET "/v1/sessions/$S/files?path=odd" "${A[@]}") && expect_eq "$(code "$r")" 200 &&
+	expect_eq "$(field "$r" "sorted((e[\"path\"], e.get(\"path_escaped\", False)) for e in d[\"entries\"])")" \
+		"[[\"odd/caf\\\\xe9\\\\x5cx.txt\", true], [\"odd/plain.txt\", false]]" &&
+	r=$(api GET "/v1/sessions/$S/files?path=odd/caf%E9%5Cx.txt" "${A[@]}") && expect_eq "$(code "$r")" 200 &&
+	expect_eq "$(body "$r")" bytes
+'
+
+test_expect_success SERVE 'files: a trailing slash or a NUL in the path is refused, naming path' '
+	for m in GET PUT DELETE; do
+		r=$(api $m "/v1/sessions/$S/files?path=odd/" "${A[@]}" -d x) && expect_eq "$(code "$r")" 400 &&
+		expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" path &&
+		expect_contains "$(field "$r" "d[\"error\"][\"message\"]")" "ends with" || exit 1
+		r=$(api $m "/v1/sessions/$S/files?path=odd/plain.txt%00.png" "${A[@]}" -d x) && expect_eq "$(code "$r")" 400 &&
+		expect_eq "$(field "$r" "d[\"error\"][\"field\"]")" path &&
+		expect_contains "$(field "$r" "d[\"error\"][\"message\"]")" "NUL" || exit 1
+	done &&
+	r=$(api GET "/v1/sessions/$S/files?path=odd/plain.txt" "${A[@]}") && expect_eq "$(body "$r")" plain &&
+	r=$(api GET "/v1/sessions/$S/files?path=/workspace/" "${A[@]}") && expect_eq "$(code "$r")" 200
+'
+
+test_expect_success SERVE 'files: a directory 400 levels deep is deleted whole' '
+	r=$(ex "$S" "$(mkbody <<-"EOF"
+	import os
+	p = "/workspace/deep" + "/d" * 400
+	os.makedirs(p)
+	for i in range(0, 400, 50):
+	    open("/workspace/deep" + "/d" * i + "/f", "w").write("x")
+	open(p + "/bottom", "w").write("x")
+	EOF
+	)") && expect_eq "$(field "$r" "d[\"status\"]")" ok &&
+	r=$(api DELETE "/v1/sessions/$S/files?path=deep" "${A[@]}") && expect_eq "$(code "$r")" 200 &&
+	expect_eq "$(field "$r" "d[\"deleted\"]")" true &&
+	r=$(api GET "/v1/sessions/$S/files?path=deep" "${A[@]}") && expect_eq "$(code "$r")" 404
 '
 
 test_done
