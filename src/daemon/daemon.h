@@ -1,11 +1,12 @@
 /* src/daemon/daemon.h — what the parts of `ward serve` share.
  *
- * One process, one thread, one epoll loop (loop.c): libmicrohttpd runs in
+ * One process, one epoll loop (serve.c): libmicrohttpd runs in
  * external-epoll mode inside it, every execution is a set of fds (its
  * sandbox's pipes and pidfd, behind one per-execution epoll fd) in the same
- * loop, and signals arrive through a signalfd. Nothing here may block on a
- * client or on a sandbox's program; what still blocks briefly (sandbox
- * setup and teardown, audit writes) is listed in docs/api.md.
+ * loop, and signals arrive through a self-pipe. Nothing here may block on a
+ * client or on a sandbox's program: file work goes to worker threads
+ * (worker.c); what still runs on the loop, bounded (sandbox setup and
+ * teardown, artifact hashing, audit writes), is listed in docs/api.md.
  */
 #ifndef WARD_DAEMON_H
 #define WARD_DAEMON_H
