@@ -1,6 +1,8 @@
 /* lib/base/util.c — small helpers with no sandbox knowledge.
  * Must never know about namespaces, policies or layers. */
 #include <fcntl.h>
+#include <jansson.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -122,6 +124,21 @@ int ward_read_file(const char *path, size_t max, char **out, size_t *len)
 	if (len)
 		*len = n;
 	return 0;
+}
+
+char *ward_json_dump(const json_t *j, size_t flags, size_t extra, size_t *len)
+{
+	size_t n = json_dumpb(j, NULL, 0, flags);
+	char *buf = n && n < SIZE_MAX - extra - 1 ? malloc(n + extra + 1) : NULL;
+	if (!buf)
+		return NULL;
+	if (json_dumpb(j, buf, n, flags) != n) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
 }
 
 uint64_t ward_now_ns(void)

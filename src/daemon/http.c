@@ -43,14 +43,11 @@ void srv_note_status(unsigned status)
 
 int srv_respond_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
-	char *txt = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	size_t n = txt ? strlen(txt) : 0;
-	char *withnl = txt ? realloc(txt, n + 2) : NULL;
-	if (withnl) {
-		withnl[n] = '\n';
-		withnl[n + 1] = '\0';
-		txt = withnl;
-		n++;
+	size_t n = 0;
+	char *txt = body ? ward_json_dump(body, JSON_COMPACT, 1, &n) : NULL;
+	if (txt) {
+		txt[n++] = '\n';
+		txt[n] = '\0';
 	}
 	struct MHD_Response *r = txt ? MHD_create_response_from_buffer(n, txt, MHD_RESPMEM_MUST_FREE)
 				     : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
