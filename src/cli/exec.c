@@ -19,6 +19,7 @@
 #include "status.h"
 #include "ward/kernel.h"
 #include "ward/result.h"
+#include "workspace.h"
 
 enum { EXIT_USAGE = 2, EXIT_LINT = 3, EXIT_SETUP = 125 };
 
@@ -115,7 +116,7 @@ static int load_file(const char *spec, struct ward_file *f, uint64_t max, struct
 	const char *inside = colon ? colon + 1 : strrchr(host, '/') ? strrchr(host, '/') + 1 : host;
 	if (strncmp(inside, "/workspace/", 11) == 0)
 		inside += 11;
-	if (!*inside || inside[0] == '/' || strstr(inside, ".."))
+	if (!ward_workspace_path_ok(inside))
 		return ward_error_set(err, EINVAL, "cli",
 				      "--file: '%s': the path must be inside /workspace", inside);
 	char *data;

@@ -88,5 +88,17 @@ test_expect_success SERVE 'the memory limit is memory_limit both ways' '
 	both mem "{\"limits\": {\"memory\": \"64M\"}}" "x = [bytearray(1 << 20) for _ in range(400)]" &&
 	same mem && expect_eq "$(field mem status)" memory_limit
 '
+test_expect_success SERVE 'one path rule: a file named a..b is accepted both ways, a/../b refused both ways' '
+	echo hi > host.txt &&
+	"$WARD" exec --json --lang python --file "host.txt:a..b" -c "print(open(\"a..b\").read())" > dots.cli &&
+	expect_eq "$(ward_json status < dots.cli)" ok &&
+	r=$(api POST /v1/executions "${AUTH[@]}" -d "{\"language\": \"python\", \"code\": \"print(open(\\\"a..b\\\").read())\", \"files\": [{\"path\": \"a..b\", \"content\": \"hi\"}]}") &&
+	expect_eq "$(code "$r")" 200 && expect_eq "$(body "$r" | ward_json status)" ok &&
+	expect_eq "$(body "$r" | ward_json stdout)" hi &&
+	! "$WARD" exec --json --lang python --file "host.txt:a/../b" -c 1 2> refused.err &&
+	expect_contains "$(cat refused.err)" "inside /workspace" &&
+	r=$(api POST /v1/executions "${AUTH[@]}" -d "{\"language\": \"python\", \"code\": \"1\", \"files\": [{\"path\": \"a/../b\", \"content\": \"hi\"}]}") &&
+	expect_eq "$(code "$r")" 400 && expect_eq "$(body "$r" | ward_json error.field)" files.0
+'
 
 test_done
