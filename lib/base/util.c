@@ -126,6 +126,34 @@ int ward_read_file(const char *path, size_t max, char **out, size_t *len)
 	return 0;
 }
 
+bool ward_json_too_deep(const char *b, size_t n, int max, size_t *at)
+{
+	int depth = 0;
+	bool in_str = false, esc = false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = b[i];
+		if (in_str) {
+			if (esc)
+				esc = false;
+			else if (ch == '\\')
+				esc = true;
+			else if (ch == '"')
+				in_str = false;
+		} else if (ch == '"') {
+			in_str = true;
+		} else if (ch == '[' || ch == '{') {
+			if (++depth > max) {
+				if (at)
+					*at = i;
+				return true;
+			}
+		} else if ((ch == ']' || ch == '}') && depth > 0) {
+			depth--;
+		}
+	}
+	return false;
+}
+
 char *ward_json_dump(const json_t *j, size_t flags, size_t extra, size_t *len)
 {
 	size_t n = json_dumpb(j, NULL, 0, flags);

@@ -138,25 +138,7 @@ static void audit_request(struct srv *s, const struct ward_key_info *k, const ch
 /* Nesting deeper than MAX_DEPTH is refused before jansson sees it. */
 static bool too_deep(const char *b, size_t n)
 {
-	int depth = 0;
-	bool in_str = false;
-	for (size_t i = 0; i < n; i++) {
-		char ch = b[i];
-		if (in_str) {
-			if (ch == '\\')
-				i++;
-			else if (ch == '"')
-				in_str = false;
-		} else if (ch == '"') {
-			in_str = true;
-		} else if (ch == '[' || ch == '{') {
-			if (++depth > MAX_DEPTH)
-				return true;
-		} else if (ch == ']' || ch == '}') {
-			depth--;
-		}
-	}
-	return false;
+	return ward_json_too_deep(b, n, MAX_DEPTH, NULL);
 }
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)

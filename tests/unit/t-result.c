@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "tap.h"
 #include "ward/kernel.h"
 #include "ward/result.h"
@@ -174,6 +175,20 @@ static void test_cap(void)
 	ward_verdict_release(&v);
 }
 
+static void test_depth(void)
+{
+	char deep[80], shallow[80];
+	memset(deep, '[', 40);
+	memset(deep + 40, ']', 40);
+	size_t at = 0;
+	bool deep_hit = ward_json_too_deep(deep, 80, 32, &at);
+	ok(deep_hit && at == 32, "40 levels are too deep for 32 (at %zu)", at);
+	memset(shallow, ']', 40);
+	memset(shallow + 40, '[', 40);
+	ok(ward_json_too_deep(shallow, 80, 32, NULL), "leading closers buy no depth");
+	ok(!ward_json_too_deep("[\"[[[[[[[[[[\\\"[[[[[[[[[[\"]", 27, 2, NULL), "brackets in strings do not count");
+}
+
 int main(void)
 {
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -192,5 +207,6 @@ int main(void)
 	}
 	test_events();
 	test_cap();
+	test_depth();
 	return tap_done();
 }
