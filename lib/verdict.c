@@ -21,6 +21,7 @@ static const char *const status_names[] = {
 	[WARD_STATUS_SETUP_FAILED] = "setup_failed",
 	[WARD_STATUS_POLICY_VIOLATION] = "policy_violation",
 };
+_Static_assert(ARRAY_SIZE(status_names) == WARD_STATUS_COUNT, "every status has a name");
 
 WARD_EXPORT const char *ward_status_name(enum ward_status status)
 {
@@ -45,6 +46,25 @@ WARD_EXPORT int ward_buffer_append(struct ward_buffer *b, const void *data, size
 	b->len += n;
 	b->data[b->len] = '\0';
 	return 0;
+}
+
+WARD_EXPORT size_t ward_output_keep(uint64_t *total, uint64_t limit, size_t n)
+{
+	uint64_t room = *total < limit ? limit - *total : 0;
+	*total += n;
+	return n < room ? n : (size_t)room;
+}
+
+WARD_EXPORT size_t ward_verdict_keep(struct ward_verdict *v, int which, const char *buf, size_t n,
+				     uint64_t limit)
+{
+	size_t keep = ward_output_keep(&v->usage.output_bytes, limit, n);
+	if (keep < n)
+		*(which == 1 ? &v->stdout_truncated : &v->stderr_truncated) = true;
+	/* under memory pressure output is dropped, not fatal */
+	if (keep)
+		ward_buffer_append(which == 1 ? &v->out : &v->err, buf, keep);
+	return keep;
 }
 
 WARD_EXPORT void ward_verdict_init(struct ward_verdict *v)

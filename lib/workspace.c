@@ -8,6 +8,26 @@
 #include "base/util.h"
 #include "workspace.h"
 
+bool ward_workspace_path_ok(const char *p)
+{
+	size_t n = p ? strlen(p) : 0;
+	if (n == 0 || n > WARD_WORKSPACE_PATH_MAX || p[0] == '/')
+		return false;
+	for (const char *c = p; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return false;
+	/* each component: not empty, not ".", not ".." */
+	for (const char *c = p;;) {
+		const char *slash = strchr(c, '/');
+		size_t len = slash ? (size_t)(slash - c) : strlen(c);
+		if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		if (!slash)
+			return true;
+		c = slash + 1;
+	}
+}
+
 int ward_open_beneath(int dirfd, const char *name, int flags, unsigned mode)
 {
 	struct open_how how = {

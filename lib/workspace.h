@@ -11,8 +11,18 @@
 #define WARD_WORKSPACE_H
 
 #include <dirent.h>
+#include <stdbool.h>
 
 #include "ward/sandbox.h"
+
+enum { WARD_WORKSPACE_PATH_MAX = 1000 };
+
+/* The one workspace-path rule, for the library, the CLI and the daemon: a
+ * relative path of at most WARD_WORKSPACE_PATH_MAX bytes, no control
+ * characters, no empty, "." or ".." component (so "a..b" is a name like
+ * any other, "a/../b" and "a//b" and "a/" are refused). Makes no syscall;
+ * says nothing about links (ward_open_beneath refuses those). */
+bool ward_workspace_path_ok(const char *path);
 
 /* openat2(dirfd, name) with RESOLVE_BENEATH | NO_SYMLINKS | NO_MAGICLINKS |
  * NO_XDEV, O_NOFOLLOW and O_CLOEXEC added to flags; mode with O_CREAT. */

@@ -31,6 +31,10 @@ enum ward_status {
 	WARD_STATUS_KILLED,
 	WARD_STATUS_SETUP_FAILED,
 	WARD_STATUS_POLICY_VIOLATION,  /* the advisory lint refused the code */
+	/* A new status goes above: the name table (lib/verdict.c) and the
+	 * daemon's counters (/metrics) are tied to this count by static
+	 * asserts, so it cannot go unnamed or uncounted. */
+	WARD_STATUS_COUNT
 };
 
 /* "ok", "error", "timeout", ... */
@@ -72,6 +76,17 @@ struct ward_verdict {
 /* Appends n bytes and keeps the buffer NUL-terminated. Returns 0, or -ENOMEM
  * (the buffer is unchanged). */
 int ward_buffer_append(struct ward_buffer *b, const void *data, size_t n);
+
+/* The one output cap: counts n more bytes into *total and returns how
+ * many of them may be kept under limit (the rest is dropped). Used for
+ * commands, kernels' streams, `ward run`, `ward exec` and `ward serve`. */
+size_t ward_output_keep(uint64_t *total, uint64_t limit, size_t n);
+
+/* A program's output (which: 1 stdout, 2 stderr) into v's buffers within
+ * limit, counted in usage.output_bytes, truncation flagged. Returns the
+ * bytes kept (under memory pressure they are counted but dropped). */
+size_t ward_verdict_keep(struct ward_verdict *v, int which, const char *buf, size_t n,
+			 uint64_t limit);
 
 void ward_verdict_init(struct ward_verdict *v);
 void ward_verdict_release(struct ward_verdict *v);

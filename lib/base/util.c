@@ -1,6 +1,8 @@
 /* lib/base/util.c — small helpers with no sandbox knowledge.
  * Must never know about namespaces, policies or layers. */
 #include <fcntl.h>
+#include <jansson.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -122,6 +124,49 @@ int ward_read_file(const char *path, size_t max, char **out, size_t *len)
 	if (len)
 		*len = n;
 	return 0;
+}
+
+bool ward_json_too_deep(const char *b, size_t n, int max, size_t *at)
+{
+	int depth = 0;
+	bool in_str = false, esc = false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = b[i];
+		if (in_str) {
+			if (esc)
+				esc = false;
+			else if (ch == '\\')
+				esc = true;
+			else if (ch == '"')
+				in_str = false;
+		} else if (ch == '"') {
+			in_str = true;
+		} else if (ch == '[' || ch == '{') {
+			if (++depth > max) {
+				if (at)
+					*at = i;
+				return true;
+			}
+		} else if ((ch == ']' || ch == '}') && depth > 0) {
+			depth--;
+		}
+	}
+	return false;
+}
+
+char *ward_json_dump(const json_t *j, size_t flags, size_t extra, size_t *len)
+{
+	size_t n = json_dumpb(j, NULL, 0, flags);
+	char *buf = n && n < SIZE_MAX - extra - 1 ? malloc(n + extra + 1) : NULL;
+	if (!buf)
+		return NULL;
+	if (json_dumpb(j, buf, n, flags) != n) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
 }
 
 uint64_t ward_now_ns(void)

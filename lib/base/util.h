@@ -67,6 +67,20 @@ int ward_write_file_at(int dirfd, const char *path, const char *data,
  * (-EFBIG beyond). */
 int ward_read_file(const char *path, size_t max, char **out, size_t *len);
 
+/* Parent: j serialized into a buffer of exactly its size plus `extra`
+ * spare bytes (json_dumps's growing buffer and final copy cost up to
+ * three times a large document: a verdict of 16 MiB of control
+ * characters escapes to ~100 MB). NUL-terminated; *len gets the length.
+ * NULL on ENOMEM. */
+struct json_t;
+char *ward_json_dump(const struct json_t *j, size_t flags, size_t extra, size_t *len);
+
+/* The one JSON depth scan, run before a parser recurses: true when buf
+ * nests arrays and objects deeper than max outside strings; *at (if not
+ * NULL) gets the offset of the bracket that went too deep. Closing
+ * brackets never count below zero, so "]]]" cannot buy extra depth. */
+bool ward_json_too_deep(const char *buf, size_t len, int max, size_t *at);
+
 /* Monotonic clock in nanoseconds. Child-safe (vDSO). */
 uint64_t ward_now_ns(void);
 

@@ -19,6 +19,7 @@
 #include "base/util.h"
 #include "compat/mount.h"
 #include "sandbox.h"
+#include "workspace.h"
 
 /* Where the new root is staged inside the child's private mount namespace.
  * Host paths are never resolved after it is mounted (sources are opened
@@ -77,7 +78,7 @@ static int prepare_files(struct ward_plan *plan, struct ward_error *err)
 	for (size_t i = 0; i < plan->n_files; i++) {
 		const struct ward_file *f = &plan->files[i];
 		const char *p = f->path;
-		if (!p || !*p || p[0] == '/' || strstr(p, "..") || strlen(p) > 1024)
+		if (!ward_workspace_path_ok(p))
 			return ward_error_set(err, EINVAL, "mount",
 					      "file '%s': expected a relative path inside /workspace",
 					      p ? p : "");

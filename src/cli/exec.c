@@ -18,33 +18,17 @@
 #include "options.h"
 #include "status.h"
 #include "ward/kernel.h"
+#include "ward/result.h"
+#include "workspace.h"
 
 enum { EXIT_USAGE = 2, EXIT_LINT = 3, EXIT_SETUP = 125 };
 
+/* The terminal's view of the result: the builder's events, printed. */
 struct out {
 	bool json;
 	bool quiet;
-	json_t *cells;          /* --json: one object per cell */
-	json_t *outputs;        /* the current cell's outputs */
-	json_t *results;        /* every execute_result / display_data bundle */
-	json_t *error;          /* the first error */
-	json_t *violation;      /* the first policy_violation */
-	struct ward_buffer text[2]; /* stdout, stderr of the streams */
-	bool truncated[2];
-	uint64_t total, limit;
+	struct ward_result r;   /* the one result builder (lib/kernel/result.c) */
 };
-
-
-static void keep_text(struct out *o, int which, const char *s, size_t n)
-{
-	uint64_t room = o->total < o->limit ? o->limit - o->total : 0;
-	size_t keep = n < room ? n : (size_t)room;
-	o->total += n;
-	if (keep < n)
-		o->truncated[which] = true;
-	if (keep)
-		ward_buffer_append(&o->text[which], s, keep);
-}
 
 static void print_bundle(json_t *data, const char *prefix)
 {
@@ -87,53 +71,35 @@ static void print_error(json_t *c)
 		fprintf(stderr, "hint: %s\n", hint);
 }
 
+/* Without --json, each event as it comes: streams to the fds (what the
+ * cap kept), bundles and errors in words. */
+static void print_event(json_t *ev, void *ctx)
+{
+	(void)ctx;
+	const char *type = json_string_value(json_object_get(ev, "event"));
+	json_t *c = json_object_get(ev, "content");
+	if (strcmp(type, "stream") == 0) {
+		const char *name = json_string_value(json_object_get(ev, "name"));
+		json_t *t = json_object_get(ev, "text");
+		ward_write_all(strcmp(name, "stderr") == 0 ? 2 : 1, json_string_value(t),
+			       json_string_length(t));
+	} else if (strcmp(type, "result") == 0) {
+		print_bundle(json_object_get(ev, "data"), "");
+	} else if (strcmp(type, "error") == 0) {
+		print_error(c);
+	} else if (strcmp(type, "policy_violation") == 0) {
+		fprintf(stderr, "ward: policy_violation: %s (line %lld, column %lld)\n",
+			json_string_value(json_object_get(c, "message")) ?: "lint",
+			json_integer_value(json_object_get(c, "line")),
+			json_integer_value(json_object_get(c, "col")));
+	}
+}
+
 /* Each message as the kernel sends it. */
 static void on_message(json_t *m, void *ctx)
 {
 	struct out *o = ctx;
-	const char *type = json_string_value(json_object_get(m, "msg_type"));
-	json_t *c = json_object_get(m, "content");
-	if (strcmp(type, "stream") == 0) {
-		const char *name = json_string_value(json_object_get(c, "name"));
-		json_t *t = json_object_get(c, "text");
-		int which = name && strcmp(name, "stderr") == 0;
-		if (!json_is_string(t))
-			return;
-		keep_text(o, which, json_string_value(t), json_string_length(t));
-		if (!o->json)
-			ward_write_all(which ? 2 : 1, json_string_value(t), json_string_length(t));
-	} else if (strcmp(type, "execute_result") == 0 || strcmp(type, "display_data") == 0) {
-		/* the bundle is kept once, in results; the cell points at it */
-		json_array_append(o->results, json_object_get(c, "data"));
-		if (!o->json)
-			print_bundle(json_object_get(c, "data"), "");
-		if (o->outputs)
-			json_array_append_new(o->outputs, json_pack("{s:s, s:I}", "type", type,
-				"result", (json_int_t)json_array_size(o->results) - 1));
-		return;
-	} else if (strcmp(type, "error") == 0) {
-		if (!o->error)
-			o->error = json_incref(c);
-		if (!o->json)
-			print_error(c);
-	} else if (strcmp(type, "policy_violation") == 0) {
-		if (!o->violation)
-			o->violation = json_incref(c);
-		if (!o->json)
-			fprintf(stderr, "ward: policy_violation: %s (line %lld, column %lld)\n",
-				json_string_value(json_object_get(c, "message")) ?: "lint",
-				json_integer_value(json_object_get(c, "line")),
-				json_integer_value(json_object_get(c, "col")));
-	} else {
-		return;
-	}
-	if (o->outputs) {
-		json_t *copy = json_deep_copy(c);
-		if (copy) {
-			json_object_set_new(copy, "type", json_string(type));
-			json_array_append_new(o->outputs, copy);
-		}
-	}
+	ward_result_message(&o->r, m);
 }
 
 /* --file HOST[:PATH]: PATH is relative to /workspace (or absolute under it);
@@ -150,7 +116,7 @@ static int load_file(const char *spec, struct ward_file *f, uint64_t max, struct
 	const char *inside = colon ? colon + 1 : strrchr(host, '/') ? strrchr(host, '/') + 1 : host;
 	if (strncmp(inside, "/workspace/", 11) == 0)
 		inside += 11;
-	if (!*inside || inside[0] == '/' || strstr(inside, ".."))
+	if (!ward_workspace_path_ok(inside))
 		return ward_error_set(err, EINVAL, "cli",
 				      "--file: '%s': the path must be inside /workspace", inside);
 	char *data;
@@ -190,108 +156,47 @@ struct job {
 	char *codes[WARD_CLI_MAX_CELLS]; /* exec: the cells, loaded before start */
 	char *tool_src;         /* call: the tool file */
 	json_t *args;           /* call: the arguments */
-	json_t *value;          /* call: the returned value */
-	json_t *artifacts, *skipped;
-	bool code_failed;       /* a cell or the call raised */
-	bool died;              /* the kernel ended before answering */
 };
 
 static int run_cells(struct job *j, struct ward_error *err)
 {
 	for (size_t i = 0; i < j->o->n_cells; i++) {
 		json_t *reply = NULL;
-		j->out.outputs = json_array();
 		int r = ward_kernel_execute(j->k, j->codes[i], !j->o->keep_going, on_message,
 					    &j->out, &reply, err);
-		json_t *cell = json_pack("{s:s, s:O?, s:o}", "status",
-					 reply ? json_string_value(json_object_get(reply, "status")) ?: "error"
-					       : "died",
-					 "execution_count", reply ? json_object_get(reply, "execution_count") : NULL,
-					 "outputs", j->out.outputs);
-		j->out.outputs = NULL;
-		json_array_append_new(j->out.cells, cell);
-		if (reply) {
-			const char *st = json_string_value(json_object_get(reply, "status"));
-			if (st && strcmp(st, "ok") != 0)
-				j->code_failed = true;
-			if (json_is_true(json_object_get(reply, "stdout_truncated")))
-				j->out.truncated[0] = true;
-			if (json_is_true(json_object_get(reply, "stderr_truncated")))
-				j->out.truncated[1] = true;
-		}
+		ward_result_reply(&j->out.r, r < 0 ? NULL : reply);
 		json_decref(reply);
-		if (r < 0) {
-			j->died = true;
+		if (r < 0)
 			break;
-		}
 	}
 	return 0;
 }
 
 static int run_call(struct job *j, struct ward_error *err)
 {
-	int r;
 	const char *base = strrchr(j->o->tool_file, '/');
 	json_t *reply = NULL;
-	r = ward_kernel_call(j->k, j->tool_src, base ? base + 1 : j->o->tool_file, j->o->function,
-			     j->args, on_message, &j->out, &reply, err);
-	if (r < 0) {
-		j->died = true;
-		return 0;
-	}
-	const char *st = json_string_value(json_object_get(reply, "status"));
-	if (st && strcmp(st, "ok") == 0) {
-		j->value = json_incref(json_object_get(reply, "value"));
-		if (!j->value)
-			j->value = json_null();
-		if (!j->out.json) {
-			char *s = json_dumps(j->value, JSON_ENCODE_ANY | JSON_INDENT(2));
-			if (s)
-				puts(s);
-			free(s);
-		}
-	} else {
-		j->code_failed = true;
-		json_t *e = json_object_get(reply, "error");
-		if (e && !j->out.error)
-			j->out.error = json_incref(e);
-		if (e && !j->out.json)
-			print_error(e);
-	}
+	int r = ward_kernel_call(j->k, j->tool_src, base ? base + 1 : j->o->tool_file,
+				 j->o->function, j->args, on_message, &j->out, &reply, err);
+	ward_result_call_reply(&j->out.r, r < 0 ? NULL : reply);
 	json_decref(reply);
+	if (r < 0 || j->out.json)
+		return 0;
+	if (j->out.r.value) {
+		char *s = json_dumps(j->out.r.value, JSON_ENCODE_ANY | JSON_INDENT(2));
+		if (s)
+			puts(s);
+		free(s);
+	} else if (j->out.r.error) {
+		print_error(j->out.r.error);
+	}
 	return 0;
-}
-
-/* The verdict, told from the kernel's side: a clean sandbox exit with a
- * failed cell is an error; a lint hit is policy_violation. */
-static void adjust_verdict(struct job *j, struct ward_verdict *v)
-{
-	ward_kernel_adjust_verdict(v, &j->policy, j->out.violation != NULL, j->code_failed,
-				   j->out.truncated[0] || j->out.truncated[1]);
 }
 
 static void print_json(struct job *j, const struct ward_verdict *v)
 {
-	json_t *o = (json_t *)ward_verdict_to_object(v);
-	if (!o)
-		return;
-	json_object_set_new(o, "language", json_string(j->o->lang));
-	if (j->o->mode == WARD_CLI_EXEC)
-		json_object_set(o, "cells", j->out.cells);
-	else
-		json_object_set(o, "value", j->value ? j->value : json_null());
-	json_object_set(o, "results", j->out.results);
-	json_t *e = NULL;
-	if (j->out.error)
-		e = ward_kernel_error_object(j->out.error);
-	else if (j->died || v->status == WARD_STATUS_OUTPUT_LIMIT)
-		e = ward_kernel_limit_error(v, &j->policy); /* a limit, with its value */
-	json_object_set_new(o, "error", e ? e : json_null());
-	json_object_set(o, "policy_violation", j->out.violation ? j->out.violation : json_null());
-	json_object_set_new(o, "artifacts", j->artifacts ? json_incref(j->artifacts) : json_array());
-	json_object_set_new(o, "artifacts_skipped",
-			    j->skipped ? json_incref(j->skipped) : json_array());
-	char *s = json_dumps(o, JSON_COMPACT);
+	json_t *o = ward_result_final(&j->out.r, v, &j->policy, j->o->lang);
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	if (s)
 		puts(s);
 	free(s);
@@ -302,7 +207,7 @@ static void print_terminal(struct job *j, const struct ward_verdict *v)
 {
 	if (j->o->quiet)
 		return;
-	if (j->died) {
+	if (j->out.r.died) {
 		json_t *e = ward_kernel_limit_error(v, &j->policy);
 		fprintf(stderr, "ward: %s: %s\n", json_string_value(json_object_get(e, "name")),
 			json_string_value(json_object_get(e, "hint")));
@@ -310,13 +215,13 @@ static void print_terminal(struct job *j, const struct ward_verdict *v)
 	}
 	size_t i;
 	json_t *a;
-	json_array_foreach(j->artifacts, i, a)
+	json_array_foreach(j->out.r.artifacts, i, a)
 		fprintf(stderr, "ward: artifact %s (%lld bytes, %s)%s\n",
 			json_string_value(json_object_get(a, "path")),
 			json_integer_value(json_object_get(a, "size")),
 			json_string_value(json_object_get(a, "mime_type")),
 			json_is_true(json_object_get(a, "copied")) ? ", copied" : "");
-	json_array_foreach(j->skipped, i, a)
+	json_array_foreach(j->out.r.skipped, i, a)
 		fprintf(stderr, "ward: artifact %s skipped: %s\n",
 			json_string_value(json_object_get(a, "path")),
 			json_string_value(json_object_get(a, "reason")));
@@ -388,10 +293,11 @@ static int setup_job(struct job *j, struct ward_error *err)
 		return r;
 	j->out.json = j->o->json;
 	j->out.quiet = j->o->quiet;
-	j->out.limit = j->policy.output_limit;
-	j->out.cells = json_array();
-	j->out.results = json_array();
-	return j->out.cells && j->out.results ? 0 : ward_error_set(err, ENOMEM, "cli", "out of memory");
+	if (ward_result_init(&j->out.r, j->policy.output_limit) < 0)
+		return ward_error_set(err, ENOMEM, "cli", "out of memory");
+	if (!j->o->json)
+		ward_result_set_sink(&j->out.r, print_event, &j->out);
+	return 0;
 }
 
 static void release_job(struct job *j)
@@ -400,19 +306,11 @@ static void release_job(struct job *j)
 		free((void *)j->files[i].path);
 		free((void *)j->files[i].data);
 	}
-	json_decref(j->out.cells);
-	json_decref(j->out.results);
-	json_decref(j->out.error);
-	json_decref(j->out.violation);
-	json_decref(j->value);
+	ward_result_release(&j->out.r);
 	json_decref(j->args);
 	free(j->tool_src);
 	for (size_t i = 0; i < WARD_CLI_MAX_CELLS; i++)
 		free(j->codes[i]);
-	json_decref(j->artifacts);
-	json_decref(j->skipped);
-	free(j->out.text[0].data);
-	free(j->out.text[1].data);
 	ward_policy_release(&j->policy);
 }
 
@@ -432,20 +330,15 @@ static int drive(struct job *j, struct ward_verdict *v, struct ward_error *err)
 		return r;
 	}
 	r = j->o->mode == WARD_CLI_EXEC ? run_cells(j, err) : run_call(j, err);
-	if (r == 0 && !j->died) {
+	if (r == 0 && !j->out.r.died) {
 		struct ward_artifact_limits lim = { .max_file = 16u << 20, .max_total = 64u << 20,
 						    .max_count = 100 };
 		struct ward_error aerr;
-		if (ward_kernel_artifacts(j->k, j->o->artifacts_dir, &lim, &j->artifacts,
-					  &j->skipped, &aerr) < 0 && j->o->artifacts_dir)
+		if (ward_kernel_artifacts(j->k, j->o->artifacts_dir, &lim, &j->out.r.artifacts,
+					  &j->out.r.skipped, &aerr) < 0 && j->o->artifacts_dir)
 			fprintf(stderr, "ward: %s: %s\n", aerr.layer, aerr.message);
 	}
-	v->out = j->out.text[0];
-	v->err = j->out.text[1];
-	j->out.text[0] = j->out.text[1] = (struct ward_buffer){ 0 };
-	v->stdout_truncated = j->out.truncated[0];
-	v->stderr_truncated = j->out.truncated[1];
-	v->usage.output_bytes = j->out.total;
+	ward_result_to_verdict(&j->out.r, v);
 	int s = ward_kernel_stop(j->k, v, err);
 	return r < 0 ? r : s;
 }
@@ -480,7 +373,7 @@ int ward_cli_code(int mode, int argc, char **argv)
 	struct ward_verdict v;
 	ward_verdict_init(&v);
 	drive(&j, &v, &err);
-	adjust_verdict(&j, &v);
+	ward_result_adjust(&j.out.r, &v, &j.policy);
 	if (o->json)
 		print_json(&j, &v);
 	else

@@ -54,7 +54,7 @@ struct srv_config {
 	json_t *tenants;         /* per-tenant overrides: {"t": {"max_per_tenant": n, ...}} */
 };
 
-enum { SRV_MAX_TENANTS = 256, SRV_N_BUCKETS = 11, SRV_N_STATUS = 12 };
+enum { SRV_MAX_TENANTS = 256, SRV_N_BUCKETS = 11, SRV_N_STATUS = WARD_STATUS_COUNT };
 
 struct srv_tenant_count {
 	char tenant[WARD_KEY_TENANT_MAX + 1];

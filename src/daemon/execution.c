@@ -122,12 +122,15 @@ static void emit(struct execution *ex, json_t *ev)
 	wake(ex);
 }
 
+static void on_event(json_t *ev, void *ctx)
+{
+	emit(ctx, json_incref(ev));
+}
+
 static void on_message(json_t *m, void *ctx)
 {
 	struct execution *ex = ctx;
-	json_t *ev = exec_out_message(&ex->out, m);
-	if (ev)
-		emit(ex, ev);
+	exec_out_message(&ex->out, m, ex->stream ? on_event : NULL, ex);
 }
 
 ssize_t exec_read_stream(struct execution *ex, char *buf, size_t max, bool *wait)

@@ -46,14 +46,11 @@ void srv_note_status(unsigned status)
 
 int srv_respond_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
-	char *txt = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	size_t n = txt ? strlen(txt) : 0;
-	char *withnl = txt ? realloc(txt, n + 2) : NULL;
-	if (withnl) {
-		withnl[n] = '\n';
-		withnl[n + 1] = '\0';
-		txt = withnl;
-		n++;
+	size_t n = 0;
+	char *txt = body ? ward_json_dump(body, JSON_COMPACT, 1, &n) : NULL;
+	if (txt) {
+		txt[n++] = '\n';
+		txt[n] = '\0';
 	}
 	struct MHD_Response *r = txt ? MHD_create_response_from_buffer(n, txt, MHD_RESPMEM_MUST_FREE)
 				     : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
@@ -144,25 +141,7 @@ static void audit_request(struct srv *s, const struct ward_key_info *k, const ch
 /* Nesting deeper than MAX_DEPTH is refused before jansson sees it. */
 static bool too_deep(const char *b, size_t n)
 {
-	int depth = 0;
-	bool in_str = false;
-	for (size_t i = 0; i < n; i++) {
-		char ch = b[i];
-		if (in_str) {
-			if (ch == '\\')
-				i++;
-			else if (ch == '"')
-				in_str = false;
-		} else if (ch == '"') {
-			in_str = true;
-		} else if (ch == '[' || ch == '{') {
-			if (++depth > MAX_DEPTH)
-				return true;
-		} else if (ch == ']' || ch == '}') {
-			depth--;
-		}
-	}
-	return false;
+	return ward_json_too_deep(b, n, MAX_DEPTH, NULL);
 }
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)

@@ -11,6 +11,10 @@
 #include "base/util.h"
 #include "daemon.h"
 
+/* every verdict status has its counter (a new status cannot go uncounted) */
+_Static_assert(ARRAY_SIZE(((struct srv_metrics *)0)->by_status) == WARD_STATUS_COUNT,
+	       "one /metrics counter per verdict status");
+
 static const double bucket_le[SRV_N_BUCKETS] = { 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300 };
 
 struct srv_tenant_count *metrics_tenant(struct srv *s, const char *tenant)

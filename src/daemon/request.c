@@ -14,6 +14,7 @@
 
 #include "base/util.h"
 #include "daemon.h"
+#include "workspace.h"
 
 enum { MAX_FILES = 256, MAX_ARGS = 4096 };
 
@@ -80,18 +81,7 @@ static int parse_argv(struct exec_request *r, json_t *cmd, unsigned *st, json_t 
 
 bool srv_path_ok(const char *p)
 {
-	if (!*p || p[0] == '/' || strlen(p) > 1000)
-		return false;
-	for (const char *s = p; *s; s++)
-		if ((unsigned char)*s < 0x20)
-			return false;
-	/* no ".." component, no empty component */
-	char buf[1024];
-	ward_strlcpy(buf, p, sizeof(buf));
-	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save))
-		if (strcmp(c, "..") == 0 || strcmp(c, ".") == 0)
-			return false;
-	return !strstr(p, "//");
+	return ward_workspace_path_ok(p); /* the library's rule, the only one */
 }
 
 static int parse_file(struct ward_file *f, json_t *o, size_t i, unsigned *st, json_t **e)

@@ -13,7 +13,8 @@ int main(void)
 		"output_limit", "disk_limit", "signaled", "killed", "setup_failed",
 		"policy_violation",
 	};
-	for (int i = 0; i <= WARD_STATUS_POLICY_VIOLATION; i++)
+	ok(sizeof(names) / sizeof(names[0]) == WARD_STATUS_COUNT, "WARD_STATUS_COUNT counts every status");
+	for (int i = 0; i < WARD_STATUS_COUNT; i++)
 		is_str(ward_status_name((enum ward_status)i), names[i], "status %d is %s", i, names[i]);
 	is_str(ward_status_name((enum ward_status)99), "unknown", "out of range");
 
