@@ -74,6 +74,21 @@ for k in sys.argv[1].split("."):
 print(json.dumps(v) if not isinstance(v, str) else v)
 ' "$1"
 }
+# wait_for WHAT CMD [SECONDS]: poll CMD (eval'd) every 50 ms until it
+# succeeds; after SECONDS (default 10) say what never happened and fail.
+# For states a test waits on; never a fixed sleep.
+wait_for() {
+	local what=$1 cmd=$2 limit=${3:-10} n=0
+	local tries=$((limit * 20))
+	until eval "$cmd"; do
+		n=$((n + 1))
+		if [ $n -ge $tries ]; then
+			echo "timed out after ${limit}s waiting for $what"
+			return 1
+		fi
+		sleep 0.05
+	done
+}
 # expect_eq GOT WANT
 expect_eq() {
 	if [ "$1" != "$2" ]; then
