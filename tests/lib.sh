@@ -25,7 +25,13 @@ SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
 # Prerequisites: set name -> reason when missing.
 declare -A prereq_missing=()
 test_set_prereq_missing() { prereq_missing[$1]=$2; }
-if [ "$(id -u)" = 0 ]; then
+# Root of a user namespace (unshare -r) is not host root: ward sees the
+# namespace and maps like rootless, so such a run counts as unprivileged.
+in_userns() { ! grep -qE "^ +0 +0 +4294967295$" /proc/self/uid_map; }
+if [ "$(id -u)" = 0 ] && in_userns; then
+	test_set_prereq_missing ROOT "needs root (this is root of a user namespace, not host root)"
+	ROOT=
+elif [ "$(id -u)" = 0 ]; then
 	test_set_prereq_missing NONROOT "runs only as an unprivileged user"
 	ROOT=1
 else
