@@ -203,6 +203,12 @@ test_expect_success SERVE 'a second call while one runs is 409; DELETE of the ex
 test_expect_success SERVE 'a call past its timeout is reported as timeout; the context keeps its state' '
 	r=$(ex "$S" "{\"code\": \"import time\\nwhile True: time.sleep(0.01)\", \"timeout\": 0.5}") &&
 	expect_eq "$(field "$r" "d[\"status\"]")" timeout && expect_eq "$(field "$r" "d[\"limit\"][\"name\"]")" timeout &&
+	# in a one-shot'"'"'s words: TimeoutError with the limit as value and hint, no kernel frames
+	expect_eq "$(field "$r" "d[\"error\"][\"name\"]")" TimeoutError &&
+	expect_contains "$(field "$r" "d[\"error\"][\"hint\"]")" "wall-time limit of 500 ms was reached" &&
+	expect_eq "$(field "$r" "d[\"error\"][\"value\"]")" "$(field "$r" "d[\"error\"][\"hint\"]")" &&
+	tb=$(field "$r" "d[\"error\"][\"traceback\"]") && expect_contains "$tb" "<cell" &&
+	! expect_contains "$tb" _ward_kernel >/dev/null &&
 	r=$(ex "$S" "{\"code\": \"print(y + 1)\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 6
 '
 test_expect_success SERVE,ROOT 'out of memory in a context is memory_limit, not a crash; the session goes on' '
