@@ -116,8 +116,7 @@ test_expect_success SERVE 'a background command runs on; its status and output a
 	r=$(api GET "/v1/sessions/$S/commands/$C" "${A[@]}") && expect_eq "$(field "$r" "d[\"state\"]")" running &&
 	expect_eq "$(field "$r" "d[\"stdout\"]")" started &&
 	r=$(api DELETE "/v1/sessions/$S/commands/$C" "${A[@]}") && expect_eq "$(code "$r")" 200 &&
-	sleep 0.2 && r=$(api GET "/v1/sessions/$S/commands/$C" "${A[@]}") &&
-	expect_eq "$(field "$r" "d[\"status\"]")" killed &&
+	wait_for "the command to be killed" "[ \"\$(field \"\$(api GET /v1/sessions/$S/commands/$C \"\${A[@]}\")\" \"d[\\\"status\\\"]\")\" = killed ]" &&
 	expect_eq "$(pgrep -f "^sleep $marker" | wc -l)" 0 &&
 	r=$(api GET "/v1/sessions/$S/commands/c999" "${A[@]}") && expect_eq "$(code "$r")" 404 &&
 	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": [\"/nonexistent\"], \"background\": true}") &&
