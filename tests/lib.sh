@@ -25,7 +25,13 @@ SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
 # Prerequisites: set name -> reason when missing.
 declare -A prereq_missing=()
 test_set_prereq_missing() { prereq_missing[$1]=$2; }
-if [ "$(id -u)" = 0 ]; then
+# Root of a user namespace (unshare -r) is not host root: ward sees the
+# namespace and maps like rootless, so such a run counts as unprivileged.
+in_userns() { ! grep -qE "^ +0 +0 +4294967295$" /proc/self/uid_map; }
+if [ "$(id -u)" = 0 ] && in_userns; then
+	test_set_prereq_missing ROOT "needs root (this is root of a user namespace, not host root)"
+	ROOT=
+elif [ "$(id -u)" = 0 ]; then
 	test_set_prereq_missing NONROOT "runs only as an unprivileged user"
 	ROOT=1
 else
@@ -73,6 +79,21 @@ for k in sys.argv[1].split("."):
     v = v[int(k)] if isinstance(v, list) else v[k]
 print(json.dumps(v) if not isinstance(v, str) else v)
 ' "$1"
+}
+# wait_for WHAT CMD [SECONDS]: poll CMD (eval'd) every 50 ms until it
+# succeeds; after SECONDS (default 10) say what never happened and fail.
+# For states a test waits on; never a fixed sleep.
+wait_for() {
+	local what=$1 cmd=$2 limit=${3:-10} n=0
+	local tries=$((limit * 20))
+	until eval "$cmd"; do
+		n=$((n + 1))
+		if [ $n -ge $tries ]; then
+			echo "timed out after ${limit}s waiting for $what"
+			return 1
+		fi
+		sleep 0.05
+	done
 }
 # expect_eq GOT WANT
 expect_eq() {

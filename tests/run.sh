@@ -3,8 +3,9 @@
 # "N passed, N failed, N skipped".
 #
 # Suites: unit, fuzz corpus replay, integration, security — as root, then as
-# an unprivileged user; unit and integration again under ASan+UBSan; a short
-# libFuzzer smoke run. Under CI=true a skip counts as a failure unless its
+# an unprivileged user, then as that user under `unshare -r` (unit, security
+# and the integration tests in USERNS_INTEGRATION); unit and
+# integration again under ASan+UBSan; a short libFuzzer smoke run. Under CI=true a skip counts as a failure unless its
 # description matches a line of tests/allowed-skips.txt (with a reason).
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,6 +37,10 @@ run_tap() {
 	rc=$?
 	while IFS= read -r line; do
 		case "$line" in
+		"not ok"*"# TODO"*)
+			# a known failure, marked in the test: counted as a skip
+			if allowed_skip "$line"; then s=$((s + 1)); else
+				f=$((f + 1)); failures+=("$label: TODO not allowed under CI: $line"); fi ;;
 		"not ok"*)
 			f=$((f + 1)); failures+=("$label: $line") ;;
 		"ok "*"# SKIP"* | "ok "*"# skip"*)
@@ -58,14 +63,17 @@ run_tap() {
 	fi
 }
 
-# suite AS BUILDDIR KIND: AS is "" (current user) or a user name.
+# suite AS BUILDDIR KIND TAG [ONLY]: AS is "" (current user) or a user name;
+# TAG "userns" runs inside `unshare -r`; ONLY limits the shell tests to
+# these file names.
 suite() {
-	local as=$1 build=$2 kind=$3 tag=$4 t
+	local as=$1 build=$2 kind=$3 tag=$4 only=${5:-} t
 	local wrap=()
 	if [ -n "$as" ]; then
 		wrap=(setpriv --reuid="$as" --regid="$as" --init-groups --reset-env
 		      env PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp CI="${CI:-}")
 	fi
+	[ "$tag" = userns ] && wrap+=(unshare -r)
 	local envs=(WARD="$build/src/ward" WARD_PROBE="$BUILD/tests/ward-probe" WARD_BUILD="$build")
 	# the full load and residue counts run once, in the root release pass
 	[ "$tag" = root ] || envs+=(WARD_LOAD_N=300 WARD_RESIDUE_RUNS=100)
@@ -82,6 +90,7 @@ suite() {
 		done ;;
 	integration|security)
 		for t in "$SRC"/tests/$kind/t[0-9]*.sh; do
+			[ -z "$only" ] || case " $only " in *" $(basename "$t") "*) ;; *) continue ;; esac
 			[ -f "$t" ] && run_tap "$tag $kind/$(basename "$t")" "${wrap[@]}" env "${envs[@]}" bash "$t"
 		done ;;
 	esac
@@ -131,6 +140,26 @@ if [ "$(id -u)" = 0 ]; then
 	else
 		failed=$((failed + 1)); failures+=("cannot run as $TEST_USER: build tree not reachable")
 	fi
+fi
+
+# Under `unshare -r` the suites run as root of a user namespace that only
+# maps the caller: ward must see that it is not host root and map like
+# rootless (tests/lib.sh treats such a run as unprivileged). The pass takes
+# about 80 s on 2 CPUs, so it runs every suite but one: t0900-doctor.sh,
+# because `ward doctor` still takes root of a user namespace for host root
+# (its geteuid() checks) and reports idmapped mounts missing; add it back
+# once doctor tells the two apart.
+USERNS_INTEGRATION=${WARD_USERNS_INTEGRATION-$(cd "$SRC/tests/integration" && ls t[0-9]*.sh | grep -v '^t0900-doctor.sh$' | tr '\n' ' ')}
+if command -v unshare >/dev/null; then
+	userns_as=
+	[ "$(id -u)" = 0 ] && id "$TEST_USER" >/dev/null 2>&1 && userns_as=$TEST_USER
+	echo "== release build, as ${userns_as:-$(id -un)} under unshare -r"
+	userns_t0=$SECONDS
+	for kind in unit security; do suite "$userns_as" "$BUILD" $kind userns; done
+	suite "$userns_as" "$BUILD" integration userns "$USERNS_INTEGRATION"
+	echo "   ($((SECONDS - userns_t0))s)"
+else
+	failed=$((failed + 1)); failures+=("unshare(1) is missing: no pass under unshare -r")
 fi
 
 echo "== ASan+UBSan build"

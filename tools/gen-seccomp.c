@@ -4,8 +4,8 @@
  *        gen-seccomp --time      prints how long libseccomp takes
  *
  * The program has two parts, both from lib/layers/seccomp-rules.h:
- *   1. argument guards, hand-assembled: clone, ioctl, personality, socket and
- *      socketpair are refused with a specific errno for some argument values.
+ *   1. argument guards, hand-assembled: clone, ioctl, personality, socket,
+ *      socketpair and memfd_create are refused with a specific errno for some argument values.
  *      libseccomp cannot express "errno E unless the argument is in a set"
  *      for a syscall that is otherwise allowed (an unconditional rule absorbs
  *      the conditional ones), so these few checks are written by hand. They
@@ -43,7 +43,7 @@ enum label {
 	L_NEXT = -1,    /* the following instruction */
 	L_TABLE,        /* the end of the guards: the libseccomp program */
 	L_CLONE, L_IOCTL, L_IOCTL_DENY, L_PERSONALITY, L_SOCKET, L_SOCKET_DENY,
-	L_SOCKETPAIR,
+	L_SOCKETPAIR, L_MEMFD,
 	L_COUNT,
 };
 
@@ -118,6 +118,7 @@ static void guard_dispatch(struct bpf_asm *a)
 	emit(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_personality, L_PERSONALITY, L_NEXT);
 	emit(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, L_SOCKET, L_NEXT);
 	emit(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, L_SOCKETPAIR, L_NEXT);
+	emit(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_memfd_create, L_MEMFD, L_NEXT);
 	emit(a, BPF_JMP | BPF_JA, 0, L_TABLE, L_TABLE);
 }
 
@@ -164,6 +165,11 @@ static void guard_personality_socket(struct bpf_asm *a)
 	emit(a, BPF_JMP | BPF_JEQ | BPF_K, WARD_SC_SOCKETPAIR_FAMILY, L_TABLE, L_NEXT);
 	here(a, L_SOCKET_DENY);
 	stmt(a, BPF_RET | BPF_K, RET_ERRNO(WARD_SC_SOCKET_ERRNO));
+
+	here(a, L_MEMFD);
+	stmt(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(1));
+	emit(a, BPF_JMP | BPF_JSET | BPF_K, WARD_SC_MEMFD_REQUIRED, L_TABLE, L_NEXT);
+	stmt(a, BPF_RET | BPF_K, RET_ERRNO(WARD_SC_MEMFD_ERRNO));
 }
 
 static int build_guards(struct bpf_asm *a)

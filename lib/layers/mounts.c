@@ -163,7 +163,9 @@ int ward_mounts_open_sources(struct ward_plan *plan, struct ward_error *err)
 			return fail(err, "unable to open", m->src);
 		}
 		struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID };
-		if (m->device)
+		/* noexec wherever the sandbox can write: no execve, no ld.so and
+		 * no mmap(PROT_EXEC) of a file it made (docs/threat-model.md) */
+		if (m->device || m->writable)
 			attr.attr_set |= MOUNT_ATTR_NOEXEC;
 		else
 			attr.attr_set |= MOUNT_ATTR_NODEV;
@@ -270,7 +272,7 @@ static int apply_one(int rootfd, const struct ward_plan *plan, struct ward_mount
 		if (fd >= 0 && mount(m->kind == WARD_MNT_PROC ? "proc" : "tmpfs",
 				     staged(path, sizeof(path), m->target),
 				     m->kind == WARD_MNT_PROC ? "proc" : "tmpfs",
-				     MS_NOSUID | MS_NODEV | (m->kind == WARD_MNT_PROC ? MS_NOEXEC : 0),
+				     MS_NOSUID | MS_NODEV | MS_NOEXEC, /* writable or procfs */
 				     m->data) < 0)
 			r = -1;
 		break;

@@ -103,7 +103,9 @@ static const struct ward_sc_rule ward_sc_rules[] = {
 	ALLOW(fremovexattr), ALLOW(setxattrat), ALLOW(getxattrat),
 	ALLOW(listxattrat), ALLOW(removexattrat),
 	ALLOW(sendfile), ALLOW(splice), ALLOW(tee), ALLOW(vmsplice),
-	ALLOW(copy_file_range), ALLOW(memfd_create),
+	ALLOW(copy_file_range),
+	/* memfd_create: only sealed against exec, by the argument guard */
+	ALLOW(memfd_create),
 	/* ioctl: TIOCSTI and TIOCLINUX are refused by the argument guard */
 	ALLOW(ioctl),
 	ALLOW(pipe), ALLOW(pipe2),
@@ -244,5 +246,12 @@ static const uint32_t ward_sc_netlink_protocols[] = { NETLINK_ROUTE };
 #define WARD_SC_NETLINK_ERRNO EPROTONOSUPPORT
 /* socketpair(2) exists only for AF_UNIX in practice. */
 #define WARD_SC_SOCKETPAIR_FAMILY AF_UNIX
+
+/* memfd_create(2) without MFD_NOEXEC_SEAL: ENOSYS, so callers fall back to
+ * a file in /tmp, which is noexec. A memfd is the one writable file that no
+ * mount flag covers: unsealed, it could be filled and then run with
+ * execveat(AT_EMPTY_PATH) or through /proc/self/fd. A sealed one cannot. */
+#define WARD_SC_MEMFD_REQUIRED 0x0008u /* MFD_NOEXEC_SEAL, Linux >= 6.3 */
+#define WARD_SC_MEMFD_ERRNO ENOSYS
 
 #endif

@@ -170,6 +170,11 @@ class Kernel:
         self.network = cfg.get("network") if isinstance(cfg.get("network"), str) else None
         mem = cfg.get("memory_limit")
         self.memory_limit = mem if isinstance(mem, int) and mem > 0 else None
+        # The policy lint reads Python source only: refused on every cell, never ignored.
+        lint = cfg.get("lint") if isinstance(cfg.get("lint"), dict) else {}
+        fields = ["lint." + k for k in ("deny_imports", "deny_calls") if isinstance(lint.get(k), list) and lint.get(k)]
+        self.lint_refused = ("%s: the bash kernel cannot apply lint (it reads Python source only); remove lint "
+                             "from the policy or run Python" % ", ".join(fields)) if fields else None
 
         self.env = {k: v for k, v in os.environ.items() if k != "WARD_KERNEL_CONFIG"}
         self.cwd = os.getcwd()
@@ -446,6 +451,11 @@ class Kernel:
             self.failed = False  # a cell sent with stop_on_error false ends the aborting
         if not isinstance(code, str):
             self.send("error", {"ename": "ProtocolError", "evalue": "execute_request needs content.code (a string)", "traceback": []}, rid)
+            self.send("execute_reply", {"status": "error", "execution_count": self.count, "stdout_truncated": False, "stderr_truncated": False}, rid)
+            return
+        if self.lint_refused:
+            self.failed = True
+            self.send("error", {"ename": "PolicyError", "evalue": self.lint_refused, "hint": self.lint_refused, "traceback": []}, rid)
             self.send("execute_reply", {"status": "error", "execution_count": self.count, "stdout_truncated": False, "stderr_truncated": False}, rid)
             return
         self.count += 1

@@ -92,6 +92,14 @@ const OUTPUT_PER_REQUEST = config.output_per_request === true;
 const WRITABLE = Array.isArray(config.writable) ? config.writable.filter((p) => typeof p === 'string') : ['/workspace', '/tmp'];
 const NETWORK = typeof config.network === 'string' ? config.network : null;
 const MEMORY_LIMIT = Number.isFinite(config.memory_limit) && config.memory_limit > 0 ? config.memory_limit : null;
+// The policy lint reads Python source only: a lint set for node is refused
+// on every cell, never silently ignored (docs/policy.md, "lint").
+const LINT_FIELDS = config.lint && typeof config.lint === 'object'
+  ? ['deny_imports', 'deny_calls'].filter((k) => Array.isArray(config.lint[k]) && config.lint[k].length).map((k) => 'lint.' + k)
+  : [];
+const LINT_REFUSED = LINT_FIELDS.length
+  ? { ename: 'PolicyError', evalue: `${LINT_FIELDS.join(', ')}: the node kernel cannot apply lint (it reads Python source only); remove lint from the policy or run Python`, traceback: [] }
+  : null;
 
 // ---------------------------------------------------------------------------
 // File descriptors (see the header comment).
@@ -1482,6 +1490,12 @@ async function onExecute(msg) {
   if (!stopOnError) failed = false; // a cell sent with stop_on_error false ends the aborting
   if (typeof c.code !== 'string') {
     send('error', { ename: 'ProtocolError', evalue: 'execute_request needs content.code (a string)', traceback: [] }, id);
+    send('execute_reply', { status: 'error', execution_count: executionCount, stdout_truncated: false, stderr_truncated: false }, id);
+    return;
+  }
+  if (LINT_REFUSED) {
+    failed = true;
+    send('error', { ...LINT_REFUSED, hint: LINT_REFUSED.evalue }, id);
     send('execute_reply', { status: 'error', execution_count: executionCount, stdout_truncated: false, stderr_truncated: false }, id);
     return;
   }

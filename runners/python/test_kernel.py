@@ -265,6 +265,21 @@ class TestCells(KernelTest):
         self.k.proc.send_signal(signal.SIGINT)           # while idle: ignored
         self.assertEqual(result(self.k.execute("'alive'")), "'alive'")
 
+    def test_sigint_past_the_deadline_is_a_timeout(self):
+        code = "import time\nprint('sleeping', flush=True)\ntime.sleep(30)"
+        for deadline, ename in ((time.monotonic() + 60, "KeyboardInterrupt"), (time.monotonic(), "TimeoutError")):
+            rid = self.k.send("execute_request", {"code": code, "stop_on_error": False,
+                                                  "deadline": deadline, "timeout_ms": 250})
+            self.assertEqual(self.k.read()["content"]["text"], "sleeping\n")
+            self.k.proc.send_signal(signal.SIGINT)
+            err = of(self.k.until("execute_reply", rid), "error")[0]
+            self.assertEqual(err["ename"], ename)
+            self.assertTrue(err["traceback"][1].startswith('  File "<cell'), err["traceback"])
+            self.assertNotIn("_ward_kernel", "\n".join(err["traceback"]))
+        self.assertEqual(err["evalue"], err["hint"])
+        self.assertEqual(err["hint"], "the sandbox's wall-time limit of 250 ms was reached; "
+                                      "make the code faster or ask for a longer timeout")
+
     def test_stop_on_error(self):
         run = self.k.execute
         self.assertEqual(reply(run("a = 1", stop_on_error=True))["status"], "ok")

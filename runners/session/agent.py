@@ -328,6 +328,7 @@ class Agent:
         ctx.last_id = rid
         if timeout_ms:
             ex.timers.append(self.later(timeout_ms / 1000, lambda: self.interrupt(ex, "timeout")))
+            ex.deadline = (time.monotonic() + timeout_ms / 1000, timeout_ms)  # told to the kernel
         if ctx.ready:
             self.forward(ex)
 
@@ -352,6 +353,8 @@ class Agent:
         ex.sent = True
         req = {"msg_type": "execute_request", "id": ex.id,
                "content": {"code": ex.code, "stop_on_error": ex.stop_on_error}}
+        if getattr(ex, "deadline", None):
+            req["content"].update(deadline=ex.deadline[0], timeout_ms=ex.deadline[1])
         ex.ctx.pending += json_line(req)
         self.flush_requests(ex.ctx)
 

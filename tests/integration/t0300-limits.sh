@@ -76,8 +76,10 @@ test_expect_success 'kill -SEGV $$ is signaled, with the signal' '
 	expect_eq "$(field exit_code)" null
 '
 test_expect_success 'SIGINT to ward cancels the run: killed' '
-	"$WARD" run --json -- sleep 60 > v.json & wp=$!
-	sleep 1; kill -INT $wp; wait $wp; rc=$?
+	m=$((60000 + RANDOM))
+	"$WARD" run --json -- sleep $m > v.json & wp=$!
+	wait_for "the program to run" "pgrep -f \"^sleep $m\$\" >/dev/null" &&
+	kill -INT $wp; wait $wp; rc=$?
 	expect_eq $rc 137 && expect_eq "$(field status)" killed
 '
 test_expect_success 'a setup failure is setup_failed with the layer' '

@@ -48,4 +48,13 @@ py_suite session
 if command -v node >/dev/null; then node_suite; else
 	test_count=$((test_count + 1)); echo "ok $test_count # SKIP node kernel (node is not installed)"
 fi
+test_expect_success NODE 'a lint the kernel cannot apply is refused by name, never ignored (node, bash)' '
+	echo "{\"lint\": {\"deny_calls\": [\"eval\"]}}" > lint.json &&
+	for l in node bash; do
+		out=$("$WARD" exec --lang $l --json --policy lint.json -c "echo ran" 2>&1); rc=$?
+		expect_eq "$rc" 1 && expect_eq "$(echo "$out" | ward_json error.name)" PolicyError &&
+		expect_contains "$(echo "$out" | ward_json error.value)" "lint.deny_calls: the $l kernel cannot apply lint" &&
+		! expect_contains "$(echo "$out" | ward_json stdout)" ran >/dev/null || exit 1
+	done
+'
 test_done

@@ -116,8 +116,7 @@ test_expect_success SERVE 'a background command runs on; its status and output a
 	r=$(api GET "/v1/sessions/$S/commands/$C" "${A[@]}") && expect_eq "$(field "$r" "d[\"state\"]")" running &&
 	expect_eq "$(field "$r" "d[\"stdout\"]")" started &&
 	r=$(api DELETE "/v1/sessions/$S/commands/$C" "${A[@]}") && expect_eq "$(code "$r")" 200 &&
-	sleep 0.2 && r=$(api GET "/v1/sessions/$S/commands/$C" "${A[@]}") &&
-	expect_eq "$(field "$r" "d[\"status\"]")" killed &&
+	wait_for "the command to be killed" "[ \"\$(field \"\$(api GET /v1/sessions/$S/commands/$C \"\${A[@]}\")\" \"d[\\\"status\\\"]\")\" = killed ]" &&
 	expect_eq "$(pgrep -f "^sleep $marker" | wc -l)" 0 &&
 	r=$(api GET "/v1/sessions/$S/commands/c999" "${A[@]}") && expect_eq "$(code "$r")" 404 &&
 	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": [\"/nonexistent\"], \"background\": true}") &&
@@ -203,6 +202,12 @@ test_expect_success SERVE 'a second call while one runs is 409; DELETE of the ex
 test_expect_success SERVE 'a call past its timeout is reported as timeout; the context keeps its state' '
 	r=$(ex "$S" "{\"code\": \"import time\\nwhile True: time.sleep(0.01)\", \"timeout\": 0.5}") &&
 	expect_eq "$(field "$r" "d[\"status\"]")" timeout && expect_eq "$(field "$r" "d[\"limit\"][\"name\"]")" timeout &&
+	# in a one-shot'"'"'s words: TimeoutError with the limit as value and hint, no kernel frames
+	expect_eq "$(field "$r" "d[\"error\"][\"name\"]")" TimeoutError &&
+	expect_contains "$(field "$r" "d[\"error\"][\"hint\"]")" "wall-time limit of 500 ms was reached" &&
+	expect_eq "$(field "$r" "d[\"error\"][\"value\"]")" "$(field "$r" "d[\"error\"][\"hint\"]")" &&
+	tb=$(field "$r" "d[\"error\"][\"traceback\"]") && expect_contains "$tb" "<cell" &&
+	! expect_contains "$tb" _ward_kernel >/dev/null &&
 	r=$(ex "$S" "{\"code\": \"print(y + 1)\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 6
 '
 test_expect_success SERVE,ROOT 'out of memory in a context is memory_limit, not a crash; the session goes on' '

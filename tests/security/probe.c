@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -68,6 +69,10 @@
 #define PTRACE_DETACH_ 17L
 #define PTRACE_SEIZE_ 0x4206L
 #define SYSLOG_ACTION_SIZE_BUFFER 10L
+#define MFD_CLOEXEC_ 0x0001L
+#define MFD_NOEXEC_SEAL_ 0x0008L
+/* a script whose run would be harmless and silent: no result line */
+static const char script[] = "#!/bin/true\n";
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -403,6 +408,81 @@ static long p_tiocsti_fd(const char *arg)
 	return R3(__NR_ioctl, fd, TIOCSTI, P(&c));
 }
 
+/* Generated binaries (docs/threat-model.md). A memfd must be sealed
+ * against exec; a plain one is what a loader would fill and run. */
+static long p_memfd_plain(const char *a) { (void)a; return R2(__NR_memfd_create, P("p"), MFD_CLOEXEC_); }
+static long p_memfd_sealed(const char *a)
+{
+	long fd = R2(__NR_memfd_create, P("p"), MFD_CLOEXEC_ | MFD_NOEXEC_SEAL_);
+
+	(void)a;
+	if (fd >= 0)
+		close((int)fd);
+	return fd < 0 ? fd : 0;
+}
+
+/* Fills a memfd (sealed when arg is "sealed") with a script and runs it in
+ * place: a success replaces the probe with /bin/true, which prints nothing. */
+static long p_memfd_exec(const char *arg)
+{
+	long flags = MFD_CLOEXEC_ | (arg && strcmp(arg, "sealed") == 0 ? MFD_NOEXEC_SEAL_ : 0);
+	long fd = R2(__NR_memfd_create, P("x"), flags);
+	char *argv[] = { (char *)"x", NULL }, *envp[] = { NULL };
+
+	if (fd < 0)
+		return fd;
+	if (write((int)fd, script, sizeof(script) - 1) != (ssize_t)sizeof(script) - 1)
+		return -errno;
+	fchmod((int)fd, 0755);
+	return R5(__NR_execveat, fd, P(""), P(argv), P(envp), AT_EMPTY_PATH);
+}
+
+/* A file the program wrote (default /tmp/ward-probe-x), made executable
+ * and run (arg "exec") or mapped PROT_EXEC (anything else). */
+static long written_file(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	static char page[4096];
+
+	if (fd < 0)
+		return -errno;
+	memcpy(page, script, sizeof(script) - 1);
+	if (write(fd, page, sizeof(page)) != (ssize_t)sizeof(page)) {
+		close(fd);
+		return -EIO;
+	}
+	return fd;
+}
+static long p_mmap_exec(const char *arg)
+{
+	const char *path = arg ? arg : "/tmp/ward-probe-x";
+	long fd = written_file(path), r;
+	void *m;
+
+	if (fd < 0)
+		return fd;
+	m = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, (int)fd, 0);
+	r = m == MAP_FAILED ? -errno : 0;
+	if (m != MAP_FAILED)
+		munmap(m, 4096);
+	close((int)fd);
+	unlink(path);
+	return r;
+}
+static long p_execve_written(const char *arg)
+{
+	const char *path = arg ? arg : "/tmp/ward-probe-x";
+	char *argv[] = { (char *)"x", NULL }, *envp[] = { NULL };
+	long fd = written_file(path), r;
+
+	if (fd < 0)
+		return fd;
+	close((int)fd);
+	r = R3(__NR_execve, P(path), P(argv), P(envp));
+	unlink(path);
+	return r;
+}
+
 /* --- the table --- */
 
 enum {
@@ -489,7 +569,12 @@ static const struct item items[] = {
 	{ "socket-unix", p_socket_unix, ALL },
 	{ "socket-inet", p_socket_inet, ALL },
 	{ "netlink-route", p_netlink_route, ALL },
+	{ "memfd-plain", p_memfd_plain, ALL },
+	{ "memfd-sealed", p_memfd_sealed, ALL },
 	/* escape probes, one at a time */
+	{ "memfd-exec", p_memfd_exec, 0 },
+	{ "mmap-exec", p_mmap_exec, 0 },
+	{ "execve-written", p_execve_written, 0 },
 	{ "mknod", p_mknod, 0 },
 	{ "setuid-root", p_setuid_root, 0 },
 	{ "proc-self-exe-write", p_proc_self_exe_write, 0 },

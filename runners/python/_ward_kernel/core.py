@@ -33,6 +33,7 @@ class Kernel:
         self.aborting = False
         self.loop_ = self.libc = self.errors_ = self.lint_ = None
         self.running = False         # the user's code (or its reprs, figures, tool) is running
+        self.deadline = None         # (monotonic seconds, timeout_ms) of a session call
         self.shown = set()           # figures display()ed in this cell: not shown again
         self.sources = {}            # cell and tool sources, for tracebacks
         self.tool_modules = set()
@@ -130,6 +131,10 @@ class Kernel:
     # -- cells
     def execute(self, content):
         code, stop = content.get("code"), content.get("stop_on_error", True) is not False
+        # the session agent interrupts a call at its deadline (monotonic
+        # seconds): an interrupt then is the timeout, not a cancel
+        deadline, ms = content.get("deadline"), content.get("timeout_ms")
+        self.deadline = (deadline, ms) if type(deadline) in (int, float) and type(ms) is int else None
         if self.aborting and stop:
             return self.reply("aborted")
         self.aborting = False
@@ -222,6 +227,11 @@ class Kernel:
             self.ch.interrupt()
 
     def report(self, e, filename):
+        if isinstance(e, KeyboardInterrupt) and self.deadline:
+            import time
+            if time.monotonic() >= self.deadline[0] - 0.005:
+                self.ch.message("error", self.errors().timeout(e, filename, self.deadline[1]))
+                return "error"
         self.ch.message("error", self.errors().content(e, filename))
         return "error"
 

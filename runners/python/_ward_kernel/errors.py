@@ -50,7 +50,10 @@ class Errors:
             while tb is not None and tb.tb_frame.f_code.co_filename != filename:
                 tb = tb.tb_next
         try:
-            lines = "".join(traceback.format_exception(type(e), e, tb)).splitlines()
+            if not ename and isinstance(e, KeyboardInterrupt):
+                lines = self.user_frames(tb) + ["KeyboardInterrupt"]
+            else:
+                lines = "".join(traceback.format_exception(type(e), e, tb)).splitlines()
             evalue = str(e)
         except Exception as fault:
             lines, evalue = [], "(str() raised %s)" % type(fault).__name__
@@ -61,6 +64,29 @@ class Errors:
             hint = None
         if hint:
             content["hint"] = hint
+        return content
+
+    @staticmethod
+    def user_frames(tb):
+        """Traceback lines of the user's frames only: an interrupt arrives
+        through the kernel's signal handler, whose frames end the chain."""
+        frames = traceback.extract_tb(tb)
+        here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+        while frames and os.path.abspath(frames[-1].filename).startswith(here):
+            frames.pop()
+        if not frames:
+            return []
+        return ["Traceback (most recent call last):"] + "".join(traceback.format_list(frames)).splitlines()
+
+    def timeout(self, e, filename, timeout_ms):
+        """A call interrupted by its timeout, in the one-shot's words
+        (lib/kernel-errors.c): TimeoutError, the limit as value and hint."""
+        content = self.content(e, filename)
+        msg = ("the sandbox's wall-time limit of %d ms was reached; "
+               "make the code faster or ask for a longer timeout" % timeout_ms)
+        lines = content["traceback"][:-1] if content["traceback"] else []
+        content.update(ename="TimeoutError", evalue=msg, hint=msg,
+                       traceback=lines + ["TimeoutError: " + msg])
         return content
 
     def hint(self, e):
