@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "config.h"
 #include "exec.h"
 #include "options.h"
 #include "status.h"
@@ -155,9 +156,9 @@ static int load_file(const char *spec, struct ward_file *f, uint64_t max, struct
 				      "--file: '%s': the path must be inside /workspace", inside);
 	char *data;
 	size_t len;
-	int r = ward_read_file(host, (size_t)max, &data, &len);
+	int r = ward_cli_read_regular(host, "--file", (size_t)max, &data, &len, err);
 	if (r < 0)
-		return ward_error_set(err, -r, "cli", "--file: unable to read '%s'", host);
+		return r;
 	char *p = strdup(inside);
 	if (!p) {
 		free(data);
@@ -346,6 +347,7 @@ static const char exec_usage[] =
 	"  --file HOST[:PATH]     copy a host file into /workspace first\n"
 	"  --artifacts DIR        copy files the code created or changed to DIR\n"
 	"  --json                 print one JSON verdict with results and artifacts\n"
+	"  --print-policy         print the effective policy as JSON and exit\n"
 	"  and the policy options of 'ward run' (--policy, --memory, --timeout, ...)\n";
 
 /* Everything the code needs is read and checked before any sandbox exists. */
@@ -365,7 +367,8 @@ static int load_code(struct job *j, struct ward_error *err)
 	j->args = json_loads(j->o->args ? j->o->args : "{}", 0, &je);
 	if (!j->args)
 		return ward_error_set(err, EINVAL, "cli", "--args: invalid JSON at column %d: %s",
-				      je.column, je.text);
+				      je.column, json_error_code(&je) == json_error_null_character
+						 ? "a \\u0000 escape is not allowed" : je.text);
 	if (!json_is_object(j->args) && !json_is_array(j->args))
 		return ward_error_set(err, EINVAL, "cli", "--args: expected a JSON object or array");
 	return 0;
@@ -450,6 +453,25 @@ static int drive(struct job *j, struct ward_verdict *v, struct ward_error *err)
 	return r < 0 ? r : s;
 }
 
+/* --print-policy: the effective policy (file, then flags), nothing run. */
+static int print_policy(const struct ward_cli_run *o, struct ward_error *err)
+{
+	struct ward_policy p;
+	memset(&p, 0, sizeof(p));
+	int status = EXIT_USAGE;
+	if (ward_cli_build_policy(o, &p, err) < 0) {
+		ward_cli_print_error(err);
+	} else {
+		char *s = ward_policy_to_json(&p);
+		status = s ? 0 : EXIT_SETUP;
+		if (s)
+			puts(s);
+		free(s);
+	}
+	ward_policy_release(&p);
+	return status;
+}
+
 int ward_cli_code(int mode, int argc, char **argv)
 {
 	struct job j;
@@ -462,7 +484,7 @@ int ward_cli_code(int mode, int argc, char **argv)
 	j.o = o;
 	int status = EXIT_USAGE;
 	if (ward_cli_parse((enum ward_cli_mode)mode, argc, argv, o, &err) < 0) {
-		fprintf(stderr, "ward: error: %s\n", err.message);
+		ward_cli_print_error(&err);
 		goto out;
 	}
 	if (o->help) {
@@ -470,9 +492,17 @@ int ward_cli_code(int mode, int argc, char **argv)
 		status = 0;
 		goto out;
 	}
+	if (o->version) {
+		printf("ward %s\n", WARD_VERSION_STRING);
+		status = 0;
+		goto out;
+	}
+	if (o->print_policy) {
+		status = print_policy(o, &err);
+		goto out;
+	}
 	if (setup_job(&j, &err) < 0) {
-		char buf[1024];
-		fprintf(stderr, "ward: error: %s\n", ward_error_format(&err, buf, sizeof(buf)));
+		ward_cli_print_error(&err);
 		goto out;
 	}
 	/* SIGINT keeps its default: ward dies, the sandbox dies with it (its

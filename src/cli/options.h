@@ -62,6 +62,16 @@ int ward_cli_parse_run(int argc, char **argv, struct ward_cli_run *o, struct war
 int ward_cli_build_policy(const struct ward_cli_run *o, struct ward_policy *p,
 			  struct ward_error *err);
 
+/* Prints err as "ward: error: ..." on stderr. A usage error (layer "cli",
+ * EINVAL or E2BIG) is printed as its message alone: no layer prefix and no
+ * errno text after it. */
+void ward_cli_print_error(const struct ward_error *err);
+/* Reads a regular file named by a flag (--policy, --file) into *out (the
+ * caller frees it), at most max bytes. The file is opened O_NONBLOCK and
+ * checked with fstat before any read, so a FIFO or a device is refused
+ * with a message naming the flag instead of blocking. Returns 0 or -errno. */
+int ward_cli_read_regular(const char *path, const char *flag, size_t max, char **out,
+			  size_t *len, struct ward_error *err);
 /* The usage text for `ward run`. */
 extern const char ward_cli_run_usage[];
 

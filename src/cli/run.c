@@ -20,8 +20,7 @@ enum { EXIT_USAGE = 2, EXIT_SETUP = 125 };
 
 static void print_error(const struct ward_error *err)
 {
-	char buf[1024];
-	fprintf(stderr, "ward: error: %s\n", ward_error_format(err, buf, sizeof(buf)));
+	ward_cli_print_error(err);
 }
 
 
