@@ -9,9 +9,13 @@
  */
 #include <fcntl.h>
 #include <jansson.h>
+#include <linux/openat2.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "base/util.h"
 #include "config.h"
@@ -374,10 +378,35 @@ static int load_code(struct job *j, struct ward_error *err)
 	return 0;
 }
 
+/* --artifacts DIR: refused before anything runs when a symlink is in its
+ * path; the library checks again, atomically, when it opens DIR. */
+static int check_artifacts_dir(const char *dir, struct ward_error *err)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
+	if (fd >= 0) {
+		struct stat st;
+		bool is_dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+		close(fd);
+		if (!is_dir)
+			return ward_error_set(err, EINVAL, "cli", "--artifacts: '%s' is not a directory",
+					      dir);
+		return 0;
+	}
+	if (errno == ELOOP)
+		return ward_error_set(err, EINVAL, "cli",
+				      "--artifacts: '%s' is, or passes through, a symbolic link "
+				      "(ward never writes through one; give the real path)", dir);
+	return 0; /* missing: created at the end, beneath its parent */
+}
+
 static int setup_job(struct job *j, struct ward_error *err)
 {
 	int r = ward_cli_build_policy(j->o, &j->policy, err);
 	if (r < 0)
+		return r;
+	if (j->o->artifacts_dir && (r = check_artifacts_dir(j->o->artifacts_dir, err)) < 0)
 		return r;
 	if (ward_lang_from_name(j->o->lang) < 0)
 		return ward_error_set(err, EINVAL, "cli", "--lang: expected python, node or bash, got '%s'",
