@@ -307,6 +307,7 @@ static void print_terminal(struct job *j, const struct ward_verdict *v)
 {
 	if (j->o->quiet)
 		return;
+	ward_cli_note_degraded(j->o, &j->policy, v);
 	if (j->died) {
 		json_t *e = ward_kernel_limit_error(v, &j->policy);
 		fprintf(stderr, "ward: %s: %s\n", json_string_value(json_object_get(e, "name")),

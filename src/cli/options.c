@@ -313,6 +313,35 @@ int ward_cli_read_regular(const char *path, const char *flag, size_t max, char *
 	return 0;
 }
 
+static void human_size(uint64_t n, char *buf, size_t len)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+	while (n >= 1024 && n % 1024 == 0 && u < 3) {
+		n /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, len, "%llu bytes", (unsigned long long)n);
+	else
+		snprintf(buf, len, "%llu%c", (unsigned long long)n, units[u]);
+}
+
+void ward_cli_note_degraded(const struct ward_cli_run *o, const struct ward_policy *p,
+			    const struct ward_verdict *v)
+{
+	if (o->quiet || o->json || !(v->degraded & (1u << WARD_LAYER_CGROUP)))
+		return;
+	char mem[32];
+	human_size(p->memory, mem, sizeof(mem));
+	fprintf(stderr, "ward: note: no cgroup for this sandbox: memory %s is a "
+			"per-process data-size limit, pids %llu counts the sandbox user's processes",
+		mem, (unsigned long long)p->pids);
+	if (p->cpus_milli)
+		fprintf(stderr, ", and cpus %g is not enforced", (double)p->cpus_milli / 1000.0);
+	fputs(" (see 'ward doctor')\n", stderr);
+}
+
 /* On the command line a relative HOST in "HOST[:INSIDE]" means relative to
  * the current directory (the policy file itself takes absolute paths only). */
 static int absolute_host(const char *value, char *out, size_t len, const char *flag,

@@ -9,6 +9,7 @@
 
 #include "ward/error.h"
 #include "ward/policy.h"
+#include "ward/verdict.h"
 
 enum { WARD_CLI_MAX_OVERRIDES = 128, WARD_CLI_MAX_CELLS = 64, WARD_CLI_MAX_FILES = 64 };
 
@@ -72,6 +73,11 @@ void ward_cli_print_error(const struct ward_error *err);
  * with a message naming the flag instead of blocking. Returns 0 or -errno. */
 int ward_cli_read_regular(const char *path, const char *flag, size_t max, char **out,
 			  size_t *len, struct ward_error *err);
+/* Plain mode, once per run: when the sandbox had no cgroup (rootless,
+ * usually), says on stderr what the memory, process and CPU limits became.
+ * Nothing with --quiet or --json (the verdict lists "cgroup" as degraded). */
+void ward_cli_note_degraded(const struct ward_cli_run *o, const struct ward_policy *p,
+			    const struct ward_verdict *v);
 /* The usage text for `ward run`. */
 extern const char ward_cli_run_usage[];
 

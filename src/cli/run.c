@@ -103,6 +103,7 @@ int ward_cli_run(int argc, char **argv)
 			puts(s);
 		free(s);
 	} else {
+		ward_cli_note_degraded(o, &policy, &v);
 		print_summary(o, &v);
 	}
 	status = ward_cli_exit_status(&v);
