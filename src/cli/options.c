@@ -330,7 +330,8 @@ static void human_size(uint64_t n, char *buf, size_t len)
 void ward_cli_note_degraded(const struct ward_cli_run *o, const struct ward_policy *p,
 			    const struct ward_verdict *v)
 {
-	if (o->quiet || o->json || !(v->degraded & (1u << WARD_LAYER_CGROUP)))
+	if (o->quiet || o->json || v->status == WARD_STATUS_SETUP_FAILED ||
+	    !(v->degraded & (1u << WARD_LAYER_CGROUP)))
 		return;
 	char mem[32];
 	human_size(p->memory, mem, sizeof(mem));

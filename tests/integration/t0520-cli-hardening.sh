@@ -5,10 +5,15 @@
 # note, error text, and the README's serve snippet run as written.
 . "$(dirname "$0")/../lib.sh"
 
+# REALROOT: root of the initial user namespace (not `unshare -r`), where
+# ward maps a subordinate range and has a cgroup.
+if [ -z "$ROOT" ] || ! grep -qE "^ +0 +0 +4294967295$" /proc/self/uid_map; then
+	test_set_prereq_missing REALROOT "needs root"
+fi
 # An unprivileged account for the rootless checks made from a root run.
 TEST_USER=${WARD_TEST_USER:-ward-test}
-if [ -z "$ROOT" ]; then
-	test_set_prereq_missing USER "runs as root, to switch to $TEST_USER"
+if [ -n "${prereq_missing[REALROOT]:-}" ]; then
+	test_set_prereq_missing USER "needs root"
 elif ! id "$TEST_USER" >/dev/null 2>&1; then
 	test_set_prereq_missing USER "no user $TEST_USER (tests/run.sh creates it)"
 elif ! setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups test -x "$WARD"; then
@@ -75,7 +80,7 @@ test_expect_success 'a symlink to the host root is not bound' '
 	fresh &&
 	bind_refused / "it is the host'"'"'s root (\"/\"); bind a specific directory"
 '
-test_expect_success ROOT 'procfs mounted elsewhere is not bound (its type, not its path)' '
+test_expect_success REALROOT 'procfs mounted elsewhere is not bound (its type, not its path)' '
 	fresh &&
 	mkdir p && unshare -m sh -c "mount -t proc proc $PWD/p && \"$WARD\" run --ro $PWD/p:/x -- ls /x" >out 2>err; rc=$?
 	expect_eq $rc 125 && expect_eq "$(cat err)" "ward: error: mount: cannot share '"'"'$PWD/p'"'"' from the host: it is a procfs"
@@ -100,7 +105,7 @@ test_expect_success '--file FIFO is refused at once' '
 '
 
 # --- §7: --rw belongs to the directory's owner ---
-test_expect_success ROOT,USER 'as root, --rw of a user'"'"'s directory: files written are the user'"'"'s' '
+test_expect_success REALROOT,USER 'as root, --rw of a user'"'"'s directory: files written are the user'"'"'s' '
 	fresh &&
 	mkdir out && chown "$TEST_USER:$TEST_USER" out &&
 	"$WARD" run --rw ./out:/out -- sh -c "echo hi > /out/f && mkdir /out/d" &&
@@ -118,7 +123,7 @@ test_expect_success NONROOT 'rootless, --rw of my directory: files written are m
 	mkdir out && "$WARD" run --rw ./out:/out -- sh -c "echo hi > /out/f" &&
 	expect_eq "$(stat -c %u out/f)" "$(id -u)"
 '
-test_expect_success ROOT 'as root, --rw of a root-owned directory never writes as host root' '
+test_expect_success REALROOT 'as root, --rw of a root-owned directory never writes as host root' '
 	fresh &&
 	mkdir out && chmod 755 out &&
 	"$WARD" run --rw ./out:/out -- sh -c "echo hi > /out/f" 2>err; rc=$?
@@ -161,7 +166,7 @@ test_expect_success NONROOT 'rootless, plain mode says once what --cpus became' 
 	"$WARD" run --cpus 0.5 -- true 2>err &&
 	expect_eq "$(grep -c "$note" err)" 1 && expect_contains "$(cat err)" "cpus 0.5 is not enforced"
 '
-test_expect_success ROOT 'with a cgroup, no note' '
+test_expect_success REALROOT 'with a cgroup, no note' '
 	fresh &&
 	"$WARD" run --cpus 0.5 -- true 2>err && expect_eq "$(cat err)" ""
 '
@@ -176,7 +181,7 @@ test_expect_success 'usage errors carry no errno text and no library names' '
 '
 
 # --- §7: what is installed and documented ---
-test_expect_success BUILD 'meson install: the unit names what it installs' '
+test_expect_success REALROOT,BUILD 'meson install: the unit names what it installs' '
 	fresh &&
 	DESTDIR="$PWD/dest" meson install -C "$WARD_BUILD" --no-rebuild --quiet >/dev/null 2>&1 &&
 	unit=$(find dest -name ward.service -path "*systemd/system*") && [ -n "$unit" ] &&
