@@ -333,6 +333,20 @@ void ward_cli_note_degraded(const struct ward_cli_run *o, const struct ward_poli
 	if (o->quiet || o->json || v->status == WARD_STATUS_SETUP_FAILED ||
 	    !(v->degraded & (1u << WARD_LAYER_CGROUP)))
 		return;
+	/* only when the caller asked for a memory limit or a CPU quota (a flag,
+	 * or a policy file that moved them from the defaults) */
+	struct ward_policy d;
+	struct ward_error e;
+	bool asked = p->cpus_milli != 0;
+	if (ward_policy_init(&d, &e) == 0) {
+		asked = asked || p->memory != d.memory;
+		ward_policy_release(&d);
+	}
+	for (size_t i = 0; i < o->n_overrides; i++)
+		asked = asked || strcmp(o->overrides[i].field, "limits.memory") == 0 ||
+			strcmp(o->overrides[i].field, "limits.cpus") == 0;
+	if (!asked)
+		return;
 	char mem[32];
 	human_size(p->memory, mem, sizeof(mem));
 	fprintf(stderr, "ward: note: no cgroup for this sandbox: memory %s is a "

@@ -74,8 +74,10 @@ void ward_cli_print_error(const struct ward_error *err);
 int ward_cli_read_regular(const char *path, const char *flag, size_t max, char **out,
 			  size_t *len, struct ward_error *err);
 /* Plain mode, once per run: when the sandbox had no cgroup (rootless,
- * usually), says on stderr what the memory, process and CPU limits became.
- * Nothing with --quiet or --json (the verdict lists "cgroup" as degraded). */
+ * usually) and the caller asked for a memory limit or a CPU quota, says on
+ * stderr what the memory, process and CPU limits became. Nothing with
+ * --quiet or --json (the verdict lists "cgroup" as degraded) or when the
+ * setup failed. */
 void ward_cli_note_degraded(const struct ward_cli_run *o, const struct ward_policy *p,
 			    const struct ward_verdict *v);
 /* The usage text for `ward run`. */

@@ -159,7 +159,8 @@ test_expect_success USER 'rootless, plain mode says once what --memory and --cpu
 	expect_eq "$(grep -c "$note" err)" 1 &&
 	expect_contains "$(cat err)" "memory 256M is a per-process data-size limit" &&
 	expect_contains "$(cat err)" "cpus 0.5 is not enforced" &&
-	(cd / && as_user "$WARD" run -q --cpus 0.5 -- true) 2>err2 && expect_eq "$(cat err2)" ""
+	(cd / && as_user "$WARD" run -q --cpus 0.5 -- true) 2>err2 && expect_eq "$(cat err2)" "" &&
+	(cd / && as_user "$WARD" run -- true) 2>err3 && expect_eq "$(cat err3)" ""
 '
 test_expect_success NONROOT 'rootless, plain mode says once what --cpus became' '
 	fresh &&
