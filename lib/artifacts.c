@@ -6,7 +6,9 @@
  * cannot point ward at a host file. Only regular files are hashed and
  * copied; symlinks and special files are listed as skipped. Copies land
  * under the caller's directory without following symlinks there either,
- * within count, size and total caps that are reported when hit.
+ * within count, size and total caps that are reported when hit. The
+ * destination itself is opened without following a symlink anywhere in its
+ * path.
  *
  * What is read is bounded, whether it is copied or only listed (the
  * daemon lists and hashes on its loop): a file over the per-file cap, or
@@ -16,10 +18,12 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "base/util.h"
 #include "kernel-internal.h"
@@ -226,6 +230,57 @@ static void walk(struct scan *s, int dirfd, const char *prefix, int depth)
 	closedir(d);
 }
 
+/* openat2 that never follows a symlink, at any step of path. */
+static int open_no_links(int dirfd, const char *path, int flags)
+{
+	struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC),
+				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+/* The caller's destination directory, created when missing. No symlink is
+ * followed anywhere in its path: one planted there by another local user
+ * would send files the sandbox chose wherever it points, written with the
+ * caller's rights (as root, into /etc). Everything below is then created
+ * relative to the returned fd. */
+static int open_destination(const char *path, struct ward_error *err)
+{
+	char parent[4096];
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	if (n == 0 || n >= sizeof(parent))
+		return ward_error_set(err, ENAMETOOLONG, "artifacts", "bad destination '%s'", path);
+	memcpy(parent, path, n);
+	parent[n] = '\0';
+	int fd = open_no_links(AT_FDCWD, parent, O_RDONLY | O_DIRECTORY);
+	if (fd < 0 && errno == ENOENT) {
+		/* mkdir beneath the parent's fd, so a link in the parent's path
+		 * cannot place even an empty directory elsewhere */
+		char *slash = strrchr(parent, '/');
+		const char *leaf = slash ? slash + 1 : parent;
+		const char *dir = slash ? (slash == parent ? "/" : parent) : ".";
+		if (slash)
+			*slash = '\0';
+		int pfd = open_no_links(AT_FDCWD, dir, O_PATH | O_DIRECTORY);
+		if (pfd >= 0) {
+			if (mkdirat(pfd, leaf, 0755) == 0 || errno == EEXIST)
+				fd = open_no_links(pfd, leaf, O_RDONLY | O_DIRECTORY);
+			int saved = errno;
+			close(pfd);
+			errno = saved;
+		}
+	}
+	if (fd >= 0)
+		return fd;
+	if (errno == ELOOP)
+		return ward_error_set(err, ELOOP, "artifacts",
+				      "refusing the destination '%s': it is, or passes through, a "
+				      "symbolic link (ward never writes through one; give the real path)",
+				      path);
+	return ward_error_set(err, errno, "artifacts", "unable to open the destination '%s'", path);
+}
+
 int ward_artifacts_collect(struct ward_sandbox *sb, const struct ward_kernel_input *inputs,
 			   size_t n_inputs, const char *copy_to,
 			   const struct ward_artifact_limits *lim, json_t **list, json_t **skipped,
@@ -238,16 +293,10 @@ int ward_artifacts_collect(struct ward_sandbox *sb, const struct ward_kernel_inp
 		rc = ward_error_set(err, ENOMEM, "artifacts", "out of memory");
 		goto out;
 	}
-	if (copy_to) {
-		if (mkdir(copy_to, 0755) < 0 && errno != EEXIST) {
-			rc = ward_error_set(err, errno, "artifacts", "unable to create '%s'", copy_to);
-			goto out;
-		}
-		s.dest = open(copy_to, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (s.dest < 0) {
-			rc = ward_error_set(err, errno, "artifacts", "unable to open '%s'", copy_to);
-			goto out;
-		}
+	if (copy_to && (s.dest = open_destination(copy_to, err)) < 0) {
+		rc = s.dest;
+		s.dest = -1;
+		goto out;
 	}
 	ws = ward_workspace_open(sb);
 	if (ws < 0) {

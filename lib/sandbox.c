@@ -25,7 +25,9 @@
 #include "base/util.h"
 #include "sandbox-child.h"
 
-enum { REPORT_FD = 3 };
+/* PARK_FD: above REPORT_FD + 2 + WARD_PLAN_MAX_MOUNTS, where adopt_fds
+ * moves fds before it places them. */
+enum { REPORT_FD = 3, PARK_FD = 128 };
 
 typedef int (*ward_layer_fn)(struct ward_plan *, struct ward_error *);
 
@@ -191,17 +193,23 @@ static void rearm_deathsig(int sync_fd)
 	close(sync_fd);
 }
 
-/* The init keeps only the program's stdio (as 0-2), the report pipe (as 3)
- * and the sync pipe (as 4): copies of the supervisor's other fds must not
- * live on in a sandbox. */
+/* The init keeps only the program's stdio (as 0-2), the report pipe (as 3),
+ * the sync pipe (as 4) and the binds the parent opened (from 5): copies of
+ * the supervisor's other fds must not live on in a sandbox. */
 static int adopt_fds(struct ward_plan *plan, int report_fd, int *sync_fd)
 {
 	/* Park the two pipes out of the way first: their numbers may be 3
 	 * and 4 already, in either order. */
-	int rep = (int)fcntl(report_fd, F_DUPFD_CLOEXEC, 64);
-	int syn = (int)fcntl(*sync_fd, F_DUPFD_CLOEXEC, 64);
+	int rep = (int)fcntl(report_fd, F_DUPFD_CLOEXEC, PARK_FD);
+	int syn = (int)fcntl(*sync_fd, F_DUPFD_CLOEXEC, PARK_FD);
 	if (rep < 0 || syn < 0)
 		return -1;
+	/* Binds the parent opened (idmapped mounts) are kept too, after the
+	 * pipes: parked above every number they can move to. */
+	for (size_t i = 0; i < plan->n_mounts; i++)
+		if (plan->mounts[i].fd >= 0 &&
+		    (plan->mounts[i].fd = (int)fcntl(plan->mounts[i].fd, F_DUPFD_CLOEXEC, PARK_FD)) < 0)
+			return -1;
 	for (int i = 0; i < 3; i++) {
 		if (plan->stdio[i] != i && dup2(plan->stdio[i], i) < 0)
 			return -1;
@@ -210,7 +218,14 @@ static int adopt_fds(struct ward_plan *plan, int report_fd, int *sync_fd)
 	if (dup3(rep, REPORT_FD, O_CLOEXEC) < 0 || dup3(syn, REPORT_FD + 1, O_CLOEXEC) < 0)
 		return -1;
 	*sync_fd = REPORT_FD + 1;
-	if (syscall(SYS_close_range, REPORT_FD + 2, ~0U, 0) < 0)
+	int next = REPORT_FD + 2;
+	for (size_t i = 0; i < plan->n_mounts; i++)
+		if (plan->mounts[i].fd >= 0) {
+			if (dup3(plan->mounts[i].fd, next, O_CLOEXEC) < 0)
+				return -1;
+			plan->mounts[i].fd = next++;
+		}
+	if (syscall(SYS_close_range, (unsigned)next, ~0U, 0) < 0)
 		return -1;
 	return REPORT_FD;
 }

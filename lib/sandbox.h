@@ -72,6 +72,7 @@ struct ward_plan {
 	gid_t gid;
 	char uid_map[96];
 	char gid_map[96];
+	uint64_t id_base[2];   /* as root: host uid, gid of inside id 0 */
 
 	/* mounts, applied in order inside the new root */
 	struct ward_mount_op mounts[WARD_PLAN_MAX_MOUNTS];
@@ -133,6 +134,12 @@ int ward_env_prepare(struct ward_plan *plan, struct ward_error *err);
 int ward_seccomp_build(const struct ward_policy *policy, struct sock_fprog *prog,
 		       struct ward_error *err);
 void ward_seccomp_release(struct sock_fprog *prog);
+
+/* Parent, as root: an O_CLOEXEC fd of a new user namespace that maps host
+ * owner:group onto the host ids of the sandbox's user, for an idmapped
+ * mount. Returns the fd or -errno with err set. */
+int ward_userns_idmap_fd(const struct ward_plan *plan, uid_t owner, gid_t group,
+			 struct ward_error *err);
 
 /* Parent, after clone: writes the child's uid_map, setgroups, gid_map. */
 int ward_userns_write_maps(const struct ward_plan *plan, pid_t pid,

@@ -8,6 +8,7 @@
  * ward_sandbox_finish returns. The caller drives output (lib/run.c for the
  * one-shot form, lib/kernel.c for language kernels).
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <poll.h>
@@ -49,6 +50,7 @@ struct ward_sandbox {
 	struct ward_report rep;
 	bool rep_complete;
 	int root_fd;            /* the sandbox's root, sent by its init */
+	uint64_t killed_user_us, killed_sys_us; /* sampled when it was killed */
 };
 
 static void close_pair(int p[2])
@@ -272,8 +274,15 @@ static int fill_verdict(struct ward_sandbox *r, struct ward_verdict *v, struct w
 	v->layers = r->rep.layers | (r->plan.layers & (1u << WARD_LAYER_CGROUP));
 	v->degraded = r->rep.degraded | r->plan.degraded;
 	v->layers &= ~v->degraded;
-	v->usage.cpu_user_ms = r->rep.cpu_user_us / 1000;
-	v->usage.cpu_sys_ms = r->rep.cpu_sys_us / 1000;
+	/* the program's own figures when it reported them, else what was
+	 * sampled when it was killed (a timeout, a limit, a cancel) */
+	uint64_t user = r->rep.cpu_user_us, sys = r->rep.cpu_sys_us;
+	if (r->killed_user_us + r->killed_sys_us > user + sys) {
+		user = r->killed_user_us;
+		sys = r->killed_sys_us;
+	}
+	v->usage.cpu_user_ms = user / 1000;
+	v->usage.cpu_sys_ms = sys / 1000;
 	v->usage.peak_memory_bytes = r->rep.maxrss_kb * 1024;
 	bool complete = r->rep_complete;
 	if (complete && r->rep.kind == WARD_REPORT_SETUP_FAILED) {
@@ -384,11 +393,86 @@ WARD_EXPORT void ward_sandbox_close_stdin(struct ward_sandbox *sb)
 	}
 }
 
+/* CPU time of the sandbox's processes, taken just before the init is
+ * killed. The kernel's pid-namespace teardown reaps what is left with
+ * SIGCHLD ignored, which drops their times, and a killed init reports
+ * nothing: without this a timeout would say 0 ms. Each live process counts
+ * its own time and that of the children it reaped (utime, stime, cutime,
+ * cstime of /proc/PID/stat); the tree is walked from the init through the
+ * children lists of its threads, at most SAMPLE_MAX processes. */
+enum { SAMPLE_MAX = 4096 };
+
+static void add_times(pid_t pid, uint64_t ticks[2])
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? ward_read_full(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* the name may hold spaces and ')' */
+	unsigned long long ut, st, cut, cst;
+	if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu",
+			&ut, &st, &cut, &cst) == 4) {
+		ticks[0] += ut + cut;
+		ticks[1] += st + cst;
+	}
+}
+
+/* Appends the children of every thread of pid to list. */
+static void add_children(pid_t pid, pid_t *list, size_t *n)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL && *n < SAMPLE_MAX) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)pid, e->d_name);
+		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t got = fd >= 0 ? ward_read_full(fd, buf, sizeof(buf) - 1) : -1;
+		if (got <= 0)
+			continue;
+		buf[got] = '\0';
+		for (char *s = buf, *end; *n < SAMPLE_MAX; s = end) {
+			long c = strtol(s, &end, 10);
+			if (end == s)
+				break;
+			list[(*n)++] = (pid_t)c;
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
+static void sample_cpu(struct ward_sandbox *sb)
+{
+	pid_t *list = malloc(SAMPLE_MAX * sizeof(*list));
+	uint64_t ticks[2] = { 0, 0 };
+	long hz = sysconf(_SC_CLK_TCK);
+	if (!list || hz <= 0 || sb->pid <= 0) {
+		free(list);
+		return;
+	}
+	size_t n = 0;
+	list[n++] = sb->pid;
+	for (size_t i = 0; i < n; i++) {
+		add_times(list[i], ticks);
+		add_children(list[i], list, &n);
+	}
+	free(list);
+	sb->killed_user_us = ticks[0] * 1000000u / (uint64_t)hz;
+	sb->killed_sys_us = ticks[1] * 1000000u / (uint64_t)hz;
+}
+
 WARD_EXPORT void ward_sandbox_kill(struct ward_sandbox *sb, enum ward_kill_reason why)
 {
 	if (sb->killed_for || sb->exited)
 		return;
 	sb->killed_for = why;
+	sample_cpu(sb);
 	/* PID 1's death takes every process of the pid namespace with it. */
 	syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
 }

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 
 #include "base/util.h"
@@ -25,6 +27,16 @@
  * Host paths are never resolved after it is mounted (sources are opened
  * first), so shadowing the host's /tmp here is harmless. */
 #define STAGE "/tmp"
+
+#ifndef MQUEUE_MAGIC
+#define MQUEUE_MAGIC 0x19800202
+#endif
+#ifndef CONFIGFS_MAGIC
+#define CONFIGFS_MAGIC 0x62656570
+#endif
+#ifndef FUSECTL_SUPER_MAGIC
+#define FUSECTL_SUPER_MAGIC 0x65735543
+#endif
 
 static const char *const devices[] = { "null", "zero", "full", "random", "urandom" };
 
@@ -101,6 +113,8 @@ static int prepare_files(struct ward_plan *plan, struct ward_error *err)
 	return 0;
 }
 
+static int idmap_bind(struct ward_plan *plan, struct ward_mount_op *m, struct ward_error *err);
+
 int ward_mounts_prepare(struct ward_plan *plan, struct ward_error *err)
 {
 	const struct ward_policy *p = plan->policy;
@@ -134,6 +148,8 @@ int ward_mounts_prepare(struct ward_plan *plan, struct ward_error *err)
 		const struct ward_bind *b = &p->binds[i];
 		r = add_op(plan, (struct ward_mount_op){ .kind = WARD_MNT_BIND, .src = b->host,
 			   .target = b->inside ? b->inside : b->host, .writable = b->writable }, err);
+		if (r == 0 && b->writable && !plan->rootless)
+			r = idmap_bind(plan, &plan->mounts[plan->n_mounts - 1], err);
 		if (r < 0)
 			return r;
 	}
@@ -147,21 +163,180 @@ static int fail(struct ward_error *err, const char *what, const char *path)
 	return ward_error_setv(err, errno, "mount", what, " '", path, "'", NULL);
 }
 
+/* ---- what a bind source is, after resolution ----
+ *
+ * The policy refuses "/", /proc, /sys and /dev by name; a symlink or a bind
+ * mount elsewhere reaches them under another name. So the opened source is
+ * checked too: its filesystem type, and whether it is the host's root or
+ * on the filesystem mounted at one of the host's kernel directories.
+ * Child-safe (fstatfs, fstat, stat), used by parent and child alike. */
+
+static const struct {
+	unsigned long magic;
+	const char *name;
+} kernel_fs[] = {
+	{ PROC_SUPER_MAGIC, "a procfs" }, { SYSFS_MAGIC, "a sysfs" },
+	{ DEVPTS_SUPER_MAGIC, "a devpts" }, { MQUEUE_MAGIC, "an mqueue filesystem" },
+	{ CGROUP_SUPER_MAGIC, "a cgroup filesystem" }, { CGROUP2_SUPER_MAGIC, "a cgroup2 filesystem" },
+	{ DEBUGFS_MAGIC, "a debugfs" }, { TRACEFS_MAGIC, "a tracefs" },
+	{ SECURITYFS_MAGIC, "a securityfs" }, { BPF_FS_MAGIC, "a bpf filesystem" },
+	{ PSTOREFS_MAGIC, "a pstore filesystem" }, { EFIVARFS_MAGIC, "an efivarfs" },
+	{ BINFMTFS_MAGIC, "binfmt_misc" }, { NSFS_MAGIC, "a namespace file" },
+	{ CONFIGFS_MAGIC, "a configfs" }, { FUSECTL_SUPER_MAGIC, "a fusectl filesystem" },
+};
+
+/* Host directories whose whole filesystem is off limits when it is mounted
+ * there (devtmpfs and /dev/shm are tmpfs to fstatfs: only the device
+ * number tells them apart). */
+static const char *const host_kernel_dirs[] = { "/proc", "/sys", "/dev", "/dev/shm" };
+
+static int refuse(struct ward_error *err, const char *src, const char *what, const char *why)
+{
+	return ward_error_setv(err, 0, "mount", "cannot share '", src, "' from the host: it ",
+			       what, why, NULL);
+}
+
+/* Host directories that hold the kernel's interfaces: a source that
+ * resolves to one of them, or below, is refused whatever it is called. */
+static const char *const host_kernel_trees[] = { "/proc", "/sys", "/dev" };
+
+static bool within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static int check_source(int fd, const char *src, struct ward_error *err);
+
+/* open_tree of a bind source, checked: the path is resolved once (O_PATH,
+ * symlinks followed as a bind would), the resolved name is checked against
+ * host_kernel_trees, the tree is cloned from that very fd, and what it is
+ * checked by check_source. Returns the tree fd or a negative errno with
+ * err set. Child-safe: raw syscalls and stack buffers only. */
+static int open_source(const char *src, unsigned flags, bool checked, struct ward_error *err)
+{
+	int path = open(src, O_PATH | O_CLOEXEC);
+	if (path < 0)
+		return fail(err, "unable to open", src);
+	if (checked) {
+		char link[32] = "/proc/self/fd/", real[PATH_MAX];
+		char num[12], *d = num + sizeof(num);
+		*--d = '\0';
+		unsigned v = (unsigned)path;
+		do
+			*--d = (char)('0' + v % 10);
+		while ((v /= 10) != 0);
+		ward_strlcat(link, d, sizeof(link));
+		ssize_t n = readlink(link, real, sizeof(real) - 1);
+		if (n < 0) {
+			int r = fail(err, "unable to resolve", src);
+			close(path);
+			return r;
+		}
+		real[n] = '\0';
+		for (size_t i = 0; i < ARRAY_SIZE(host_kernel_trees); i++)
+			if (within(real, host_kernel_trees[i])) {
+				close(path);
+				return ward_error_setv(err, 0, "mount", "cannot share '", src,
+						       "' from the host: it resolves to '", real,
+						       "', and ", host_kernel_trees[i],
+						       " is a host kernel interface", NULL);
+			}
+	}
+	int tree = (int)ward_open_tree(path, "", flags | AT_EMPTY_PATH);
+	int saved = errno;
+	close(path);
+	if (tree < 0) {
+		errno = saved;
+		return fail(err, "unable to open", src);
+	}
+	int r = checked ? check_source(tree, src, err) : 0;
+	if (r < 0) {
+		close(tree);
+		return r;
+	}
+	return tree;
+}
+
+static int check_source(int fd, const char *src, struct ward_error *err)
+{
+	struct statfs fs;
+	struct stat st, root, dir;
+	if (fstatfs(fd, &fs) < 0 || fstat(fd, &st) < 0 || stat("/", &root) < 0)
+		return fail(err, "unable to inspect", src);
+	for (size_t i = 0; i < ARRAY_SIZE(kernel_fs); i++)
+		if ((unsigned long)fs.f_type == kernel_fs[i].magic)
+			return refuse(err, src, "is ", kernel_fs[i].name);
+	if (st.st_dev == root.st_dev && st.st_ino == root.st_ino)
+		return refuse(err, src, "is the host's root ", "(\"/\"); bind a specific directory");
+	for (size_t i = 0; i < ARRAY_SIZE(host_kernel_dirs); i++) {
+		const char *d = host_kernel_dirs[i];
+		if (stat(d, &dir) == 0 && dir.st_dev != root.st_dev && dir.st_dev == st.st_dev)
+			return refuse(err, src, "resolves into the host's ", d);
+	}
+	return 0;
+}
+
+/* Parent, as root, for a writable bind: the sandbox's user has host ids
+ * of its own (the subordinate range), which own nothing on the host, so a
+ * plain bind of the caller's directory is not writable inside. An idmapped
+ * mount shows the source's owner and group as the sandbox's user and
+ * group, and what the program creates there belongs to that owner on the
+ * host. Needs CAP_SYS_ADMIN in the initial namespace, so it is done here
+ * and the sealed mount is handed to the child (m->fd). A source owned by
+ * root (uid or gid 0) is left as a plain bind: the sandbox never writes as
+ * host root, where a setuid file it made would be root's. A filesystem
+ * without idmap support also keeps the plain bind. */
+static int idmap_bind(struct ward_plan *plan, struct ward_mount_op *m, struct ward_error *err)
+{
+	struct stat st;
+	int tree = open_source(m->src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE, true, err);
+	if (tree < 0)
+		return tree;
+	int r = 0;
+	if (fstat(tree, &st) < 0)
+		r = fail(err, "unable to stat", m->src);
+	if (r < 0 || st.st_uid == 0 || st.st_gid == 0) {
+		close(tree);
+		return r;
+	}
+	int ns = ward_userns_idmap_fd(plan, st.st_uid, st.st_gid, err);
+	if (ns < 0) {
+		close(tree);
+		return ns;
+	}
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+				   .userns_fd = (uint64_t)ns };
+	r = (int)ward_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr));
+	int saved = errno;
+	close(ns);
+	if (r < 0) {
+		close(tree);
+		if (saved == EINVAL || saved == EOPNOTSUPP)
+			return 0; /* no idmap support below: the plain bind */
+		errno = saved;
+		return fail(err, "unable to idmap", m->src);
+	}
+	m->fd = tree;
+	return 0;
+}
+
 int ward_mounts_open_sources(struct ward_plan *plan, struct ward_error *err)
 {
 	for (size_t i = 0; i < plan->n_mounts; i++) {
 		struct ward_mount_op *m = &plan->mounts[i];
-		if (m->kind != WARD_MNT_BIND)
-			continue;
+		if (m->kind != WARD_MNT_BIND || m->fd >= 0)
+			continue; /* an idmapped bind was opened and sealed by the parent */
 		unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC;
 		if (!m->device)
 			flags |= AT_RECURSIVE;
-		m->fd = (int)ward_open_tree(AT_FDCWD, m->src, flags);
-		if (m->fd < 0) {
-			if (m->optional && errno == ENOENT)
+		int fd = open_source(m->src, flags, !m->device, err);
+		if (fd < 0) {
+			if (m->optional && fd == -ENOENT)
 				continue;
-			return fail(err, "unable to open", m->src);
+			return fd;
 		}
+		m->fd = fd;
 		struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID };
 		/* noexec wherever the sandbox can write: no execve, no ld.so and
 		 * no mmap(PROT_EXEC) of a file it made (docs/threat-model.md) */

@@ -8,9 +8,12 @@
  * Never maps host root into the sandbox.
  */
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "base/util.h"
 #include "sandbox.h"
@@ -82,6 +85,8 @@ int ward_userns_prepare(struct ward_plan *plan, struct ward_error *err)
 		if (ubase == 0 || gbase == 0)
 			return ward_error_set(err, EINVAL, "userns",
 					      "the subordinate id range must not start at 0");
+		plan->id_base[0] = ubase;
+		plan->id_base[1] = gbase;
 		n1 = snprintf(plan->uid_map, sizeof(plan->uid_map), "0 %llu %d\n",
 			      (unsigned long long)ubase, WARD_ID_RANGE);
 		n2 = snprintf(plan->gid_map, sizeof(plan->gid_map), "0 %llu %d\n",
@@ -107,6 +112,47 @@ static int write_proc(pid_t pid, const char *file, const char *data, struct ward
 		return r;
 	}
 	return 0;
+}
+
+int ward_userns_idmap_fd(const struct ward_plan *plan, uid_t owner, gid_t group,
+			 struct ward_error *err)
+{
+	char umap[64], gmap[64], ns[64];
+	snprintf(umap, sizeof(umap), "%u %llu 1\n", (unsigned)owner,
+		 (unsigned long long)(plan->id_base[0] + plan->uid));
+	snprintf(gmap, sizeof(gmap), "%u %llu 1\n", (unsigned)group,
+		 (unsigned long long)(plan->id_base[1] + plan->gid));
+	int hold[2];
+	if (pipe2(hold, O_CLOEXEC) < 0)
+		return ward_error_set(err, errno, "userns", "unable to create a pipe");
+	/* A process that only holds the namespace until the pipe closes: raw
+	 * clone, so a multithreaded caller is fine; it runs no library code. */
+	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0);
+	if (pid == 0) {
+		char c;
+		close(hold[1]);
+		(void)!read(hold[0], &c, 1);
+		_exit(0);
+	}
+	close(hold[0]);
+	if (pid < 0) {
+		close(hold[1]);
+		return ward_error_set(err, errno, "userns", "unable to create the idmap namespace");
+	}
+	int fd = -1;
+	int r = write_proc(pid, "uid_map", umap, err);
+	if (r == 0)
+		r = write_proc(pid, "gid_map", gmap, err);
+	if (r == 0) {
+		snprintf(ns, sizeof(ns), "/proc/%d/ns/user", (int)pid);
+		fd = open(ns, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			r = ward_error_set(err, errno, "userns", "unable to open '%s'", ns);
+	}
+	close(hold[1]);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return r < 0 ? r : fd;
 }
 
 int ward_userns_write_maps(const struct ward_plan *plan, pid_t pid, struct ward_error *err)

@@ -9,11 +9,16 @@
  */
 #include <fcntl.h>
 #include <jansson.h>
+#include <linux/openat2.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "base/util.h"
+#include "config.h"
 #include "exec.h"
 #include "options.h"
 #include "status.h"
@@ -121,9 +126,9 @@ static int load_file(const char *spec, struct ward_file *f, uint64_t max, struct
 				      "--file: '%s': the path must be inside /workspace", inside);
 	char *data;
 	size_t len;
-	int r = ward_read_file(host, (size_t)max, &data, &len);
+	int r = ward_cli_read_regular(host, "--file", (size_t)max, &data, &len, err);
 	if (r < 0)
-		return ward_error_set(err, -r, "cli", "--file: unable to read '%s'", host);
+		return r;
 	char *p = strdup(inside);
 	if (!p) {
 		free(data);
@@ -207,6 +212,7 @@ static void print_terminal(struct job *j, const struct ward_verdict *v)
 {
 	if (j->o->quiet)
 		return;
+	ward_cli_note_degraded(j->o, &j->policy, v);
 	if (j->out.r.died) {
 		json_t *e = ward_kernel_limit_error(v, &j->policy);
 		fprintf(stderr, "ward: %s: %s\n", json_string_value(json_object_get(e, "name")),
@@ -251,6 +257,7 @@ static const char exec_usage[] =
 	"  --file HOST[:PATH]     copy a host file into /workspace first\n"
 	"  --artifacts DIR        copy files the code created or changed to DIR\n"
 	"  --json                 print one JSON verdict with results and artifacts\n"
+	"  --print-policy         print the effective policy as JSON and exit\n"
 	"  and the policy options of 'ward run' (--policy, --memory, --timeout, ...)\n";
 
 /* Everything the code needs is read and checked before any sandbox exists. */
@@ -270,16 +277,42 @@ static int load_code(struct job *j, struct ward_error *err)
 	j->args = json_loads(j->o->args ? j->o->args : "{}", 0, &je);
 	if (!j->args)
 		return ward_error_set(err, EINVAL, "cli", "--args: invalid JSON at column %d: %s",
-				      je.column, je.text);
+				      je.column, json_error_code(&je) == json_error_null_character
+						 ? "a \\u0000 escape is not allowed" : je.text);
 	if (!json_is_object(j->args) && !json_is_array(j->args))
 		return ward_error_set(err, EINVAL, "cli", "--args: expected a JSON object or array");
 	return 0;
+}
+
+/* --artifacts DIR: refused before anything runs when a symlink is in its
+ * path; the library checks again, atomically, when it opens DIR. */
+static int check_artifacts_dir(const char *dir, struct ward_error *err)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
+	if (fd >= 0) {
+		struct stat st;
+		bool is_dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+		close(fd);
+		if (!is_dir)
+			return ward_error_set(err, EINVAL, "cli", "--artifacts: '%s' is not a directory",
+					      dir);
+		return 0;
+	}
+	if (errno == ELOOP)
+		return ward_error_set(err, EINVAL, "cli",
+				      "--artifacts: '%s' is, or passes through, a symbolic link "
+				      "(ward never writes through one; give the real path)", dir);
+	return 0; /* missing: created at the end, beneath its parent */
 }
 
 static int setup_job(struct job *j, struct ward_error *err)
 {
 	int r = ward_cli_build_policy(j->o, &j->policy, err);
 	if (r < 0)
+		return r;
+	if (j->o->artifacts_dir && (r = check_artifacts_dir(j->o->artifacts_dir, err)) < 0)
 		return r;
 	if (ward_lang_from_name(j->o->lang) < 0)
 		return ward_error_set(err, EINVAL, "cli", "--lang: expected python, node or bash, got '%s'",
@@ -343,6 +376,25 @@ static int drive(struct job *j, struct ward_verdict *v, struct ward_error *err)
 	return r < 0 ? r : s;
 }
 
+/* --print-policy: the effective policy (file, then flags), nothing run. */
+static int print_policy(const struct ward_cli_run *o, struct ward_error *err)
+{
+	struct ward_policy p;
+	memset(&p, 0, sizeof(p));
+	int status = EXIT_USAGE;
+	if (ward_cli_build_policy(o, &p, err) < 0) {
+		ward_cli_print_error(err);
+	} else {
+		char *s = ward_policy_to_json(&p);
+		status = s ? 0 : EXIT_SETUP;
+		if (s)
+			puts(s);
+		free(s);
+	}
+	ward_policy_release(&p);
+	return status;
+}
+
 int ward_cli_code(int mode, int argc, char **argv)
 {
 	struct job j;
@@ -355,7 +407,7 @@ int ward_cli_code(int mode, int argc, char **argv)
 	j.o = o;
 	int status = EXIT_USAGE;
 	if (ward_cli_parse((enum ward_cli_mode)mode, argc, argv, o, &err) < 0) {
-		fprintf(stderr, "ward: error: %s\n", err.message);
+		ward_cli_print_error(&err);
 		goto out;
 	}
 	if (o->help) {
@@ -363,9 +415,17 @@ int ward_cli_code(int mode, int argc, char **argv)
 		status = 0;
 		goto out;
 	}
+	if (o->version) {
+		printf("ward %s\n", WARD_VERSION_STRING);
+		status = 0;
+		goto out;
+	}
+	if (o->print_policy) {
+		status = print_policy(o, &err);
+		goto out;
+	}
 	if (setup_job(&j, &err) < 0) {
-		char buf[1024];
-		fprintf(stderr, "ward: error: %s\n", ward_error_format(&err, buf, sizeof(buf)));
+		ward_cli_print_error(&err);
 		goto out;
 	}
 	/* SIGINT keeps its default: ward dies, the sandbox dies with it (its

@@ -2,10 +2,12 @@
  * Each flag is one table row: its names, whether it takes a value, and the
  * policy field it sets. Parsing never touches the filesystem; building the
  * policy reads only the --policy file. */
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/util.h"
 #include "options.h"
@@ -266,6 +268,95 @@ int ward_cli_parse(enum ward_cli_mode mode, int argc, char **argv, struct ward_c
 	return 0;
 }
 
+void ward_cli_print_error(const struct ward_error *err)
+{
+	char buf[1024];
+	bool usage = strcmp(err->layer, "cli") == 0 && (err->code == EINVAL || err->code == E2BIG);
+	if (!usage) {
+		fprintf(stderr, "ward: error: %s\n", ward_error_format(err, buf, sizeof(buf)));
+		return;
+	}
+	fprintf(stderr, "ward: error: %s", err->message);
+	if (err->hint[0])
+		fprintf(stderr, " (hint: %s)", err->hint);
+	fputc('\n', stderr);
+}
+
+int ward_cli_read_regular(const char *path, const char *flag, size_t max, char **out,
+			  size_t *len, struct ward_error *err)
+{
+	/* O_NONBLOCK: opening a FIFO without a writer must not wait */
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+	if (fd < 0)
+		return ward_error_set(err, errno, "cli", "%s: unable to read '%s'", flag, path);
+	if (fstat(fd, &st) < 0)
+		return ward_error_set(err, errno, "cli", "%s: unable to read '%s'", flag, path);
+	if (!S_ISREG(st.st_mode))
+		return ward_error_set(err, EINVAL, "cli", "%s: '%s' is not a regular file", flag, path);
+	if ((uint64_t)st.st_size > max)
+		return ward_error_set(err, EFBIG, "cli", "%s: '%s' is larger than %zu bytes", flag,
+				      path, max);
+	char *buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return ward_error_set(err, ENOMEM, "cli", "out of memory");
+	/* a regular file never blocks; the size read is the size checked */
+	ssize_t n = ward_read_full(fd, buf, (size_t)st.st_size);
+	if (n < 0) {
+		free(buf);
+		return ward_error_set(err, (int)-n, "cli", "%s: unable to read '%s'", flag, path);
+	}
+	buf[n] = '\0';
+	*out = buf;
+	if (len)
+		*len = (size_t)n;
+	return 0;
+}
+
+static void human_size(uint64_t n, char *buf, size_t len)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+	while (n >= 1024 && n % 1024 == 0 && u < 3) {
+		n /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, len, "%llu bytes", (unsigned long long)n);
+	else
+		snprintf(buf, len, "%llu%c", (unsigned long long)n, units[u]);
+}
+
+void ward_cli_note_degraded(const struct ward_cli_run *o, const struct ward_policy *p,
+			    const struct ward_verdict *v)
+{
+	if (o->quiet || o->json || v->status == WARD_STATUS_SETUP_FAILED ||
+	    !(v->degraded & (1u << WARD_LAYER_CGROUP)))
+		return;
+	/* only when the caller asked for a memory limit or a CPU quota (a flag,
+	 * or a policy file that moved them from the defaults) */
+	struct ward_policy d;
+	struct ward_error e;
+	bool asked = p->cpus_milli != 0;
+	if (ward_policy_init(&d, &e) == 0) {
+		asked = asked || p->memory != d.memory;
+		ward_policy_release(&d);
+	}
+	for (size_t i = 0; i < o->n_overrides; i++)
+		asked = asked || strcmp(o->overrides[i].field, "limits.memory") == 0 ||
+			strcmp(o->overrides[i].field, "limits.cpus") == 0;
+	if (!asked)
+		return;
+	char mem[32];
+	human_size(p->memory, mem, sizeof(mem));
+	fprintf(stderr, "ward: note: no cgroup for this sandbox: memory %s is a "
+			"per-process data-size limit, pids %llu counts the sandbox user's processes",
+		mem, (unsigned long long)p->pids);
+	if (p->cpus_milli)
+		fprintf(stderr, ", and cpus %g is not enforced", (double)p->cpus_milli / 1000.0);
+	fputs(" (see 'ward doctor')\n", stderr);
+}
+
 /* On the command line a relative HOST in "HOST[:INSIDE]" means relative to
  * the current directory (the policy file itself takes absolute paths only). */
 static int absolute_host(const char *value, char *out, size_t len, const char *flag,
@@ -294,9 +385,9 @@ int ward_cli_build_policy(const struct ward_cli_run *o, struct ward_policy *p,
 	if (o->policy_file) {
 		_cleanup_free_ char *buf = NULL;
 		size_t len = 0;
-		r = ward_read_file(o->policy_file, 1 << 20, &buf, &len);
+		r = ward_cli_read_regular(o->policy_file, "--policy", 1 << 20, &buf, &len, err);
 		if (r < 0)
-			return ward_error_set(err, -r, "policy", "unable to read '%s'", o->policy_file);
+			return r;
 		r = ward_policy_load_json(p, buf, len, o->policy_file, err);
 		if (r < 0)
 			return r;

@@ -9,6 +9,7 @@
 
 #include "ward/error.h"
 #include "ward/policy.h"
+#include "ward/verdict.h"
 
 enum { WARD_CLI_MAX_OVERRIDES = 128, WARD_CLI_MAX_CELLS = 64, WARD_CLI_MAX_FILES = 64 };
 
@@ -62,6 +63,23 @@ int ward_cli_parse_run(int argc, char **argv, struct ward_cli_run *o, struct war
 int ward_cli_build_policy(const struct ward_cli_run *o, struct ward_policy *p,
 			  struct ward_error *err);
 
+/* Prints err as "ward: error: ..." on stderr. A usage error (layer "cli",
+ * EINVAL or E2BIG) is printed as its message alone: no layer prefix and no
+ * errno text after it. */
+void ward_cli_print_error(const struct ward_error *err);
+/* Reads a regular file named by a flag (--policy, --file) into *out (the
+ * caller frees it), at most max bytes. The file is opened O_NONBLOCK and
+ * checked with fstat before any read, so a FIFO or a device is refused
+ * with a message naming the flag instead of blocking. Returns 0 or -errno. */
+int ward_cli_read_regular(const char *path, const char *flag, size_t max, char **out,
+			  size_t *len, struct ward_error *err);
+/* Plain mode, once per run: when the sandbox had no cgroup (rootless,
+ * usually) and the caller asked for a memory limit or a CPU quota, says on
+ * stderr what the memory, process and CPU limits became. Nothing with
+ * --quiet or --json (the verdict lists "cgroup" as degraded) or when the
+ * setup failed. */
+void ward_cli_note_degraded(const struct ward_cli_run *o, const struct ward_policy *p,
+			    const struct ward_verdict *v);
 /* The usage text for `ward run`. */
 extern const char ward_cli_run_usage[];
 

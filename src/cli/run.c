@@ -20,8 +20,7 @@ enum { EXIT_USAGE = 2, EXIT_SETUP = 125 };
 
 static void print_error(const struct ward_error *err)
 {
-	char buf[1024];
-	fprintf(stderr, "ward: error: %s\n", ward_error_format(err, buf, sizeof(buf)));
+	ward_cli_print_error(err);
 }
 
 
@@ -104,6 +103,7 @@ int ward_cli_run(int argc, char **argv)
 			puts(s);
 		free(s);
 	} else {
+		ward_cli_note_degraded(o, &policy, &v);
 		print_summary(o, &v);
 	}
 	status = ward_cli_exit_status(&v);
