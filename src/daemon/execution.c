@@ -54,6 +54,7 @@ struct execution {
 	char *sbuf;              /* unread NDJSON: at most stream_limit() */
 	size_t slen, scap, soff;
 	uint64_t dropped_events, dropped_bytes;
+	bool verdict_due;        /* the verdict event, once the rest is read */
 	size_t held;             /* counted against the tenant (account()) */
 };
 
@@ -207,6 +208,17 @@ ssize_t exec_read_stream(struct execution *ex, char *buf, size_t max, bool *wait
 			account(ex, 0);
 		}
 		return (ssize_t)n;
+	}
+	if (ex->verdict_due) {
+		/* the last event is written once the client has read the rest, so
+		 * the daemon never holds both (it is the whole output again) */
+		ex->verdict_due = false;
+		json_t *ev = json_pack("{s:s}", "event", "verdict");
+		if (ev)
+			json_object_update(ev, ex->final);
+		emit(ex, ev);
+		if (ex->soff < ex->slen)
+			return exec_read_stream(ex, buf, max, wait);
 	}
 	if (ex->state == EX_DONE)
 		return -1;
@@ -411,10 +423,7 @@ static void finish_common(struct execution *ex)
 	metrics_verdict(ex->s, ex->key.tenant, ex->v.status, ex->v.usage.wall_ms);
 	audit_verdict(ex);
 	unlink_exec(ex);
-	json_t *ev = ex->stream ? json_pack("{s:s}", "event", "verdict") : NULL;
-	if (ev)
-		json_object_update(ev, ex->final);
-	emit(ex, ev);
+	ex->verdict_due = ex->stream; /* exec_read_stream writes it */
 	wake(ex);
 	exec_unref(ex); /* the registry's reference */
 }
