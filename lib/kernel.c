@@ -682,6 +682,11 @@ WARD_EXPORT int ward_kernel_send(struct ward_kernel *k, const char *type, json_t
 	return send_request(k, type, content, id, WARD_KERNEL_ID_SIZE, err);
 }
 
+WARD_EXPORT size_t ward_kernel_unsent(const struct ward_kernel *k)
+{
+	return k->pending_len - k->pending_off;
+}
+
 WARD_EXPORT void ward_kernel_new_budget(struct ward_kernel *k)
 {
 	k->proto_total = 0;

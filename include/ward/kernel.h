@@ -163,6 +163,10 @@ void ward_kernel_listen(struct ward_kernel *k, ward_kernel_cb cb, void *ctx);
 int ward_kernel_send(struct ward_kernel *k, const char *type, json_t *content,
 		     char id[WARD_KERNEL_ID_SIZE], struct ward_error *err);
 
+/* Bytes of requests queued that the kernel has not read yet (they wait in
+ * the caller's memory until its stdin has room). */
+size_t ward_kernel_unsent(const struct ward_kernel *k);
+
 /* The protocol channel's byte cap counts from here again: a session
  * calls it at each call, so the cap holds per call, not per lifetime. */
 void ward_kernel_new_budget(struct ward_kernel *k);

@@ -739,3 +739,94 @@ int ward_audit_verify(const char *path, const char *genesis,
 		return ward_error_set(err, -r, LAYER, "unable to read '%s'", path);
 	return 0;
 }
+
+/* --- repeated denials --- */
+
+struct tally_source {
+	char name[WARD_AUDIT_SOURCE_MAX];
+	uint64_t count;
+};
+
+struct ward_audit_tally {
+	uint64_t interval_ns, start_ns;  /* start_ns 0: nothing counted */
+	size_t n;
+	struct tally_source src[WARD_AUDIT_TALLY_SOURCES + 1]; /* the last: "other" */
+};
+
+struct ward_audit_tally *ward_audit_tally_new(uint64_t interval_ms)
+{
+	struct ward_audit_tally *t = calloc(1, sizeof(*t));
+	if (t)
+		t->interval_ns = (interval_ms ? interval_ms : 1) * 1000000ull;
+	return t;
+}
+
+void ward_audit_tally_free(struct ward_audit_tally *t)
+{
+	free(t);
+}
+
+bool ward_audit_tally_add(struct ward_audit_tally *t, const char *source, uint64_t now_ns)
+{
+	if (!t->start_ns)
+		t->start_ns = now_ns ? now_ns : 1;
+	for (size_t i = 0; i < t->n; i++)
+		if (strcmp(t->src[i].name, source) == 0)
+			return t->src[i].count++ == 0;
+	struct tally_source *s = &t->src[WARD_AUDIT_TALLY_SOURCES];
+	if (t->n < WARD_AUDIT_TALLY_SOURCES) {
+		s = &t->src[t->n++];
+		snprintf(s->name, sizeof(s->name), "%s", source);
+	} else {
+		snprintf(s->name, sizeof(s->name), "other");
+	}
+	return s->count++ == 0;
+}
+
+static void tally_write(struct ward_audit *a, const struct tally_source *s, uint64_t interval_ns)
+{
+	json_t *f = json_pack("{s:s, s:I, s:I}", "source", s->name, "count", (json_int_t)s->count,
+			      "interval_ms", (json_int_t)(interval_ns / 1000000));
+	struct ward_error err;
+	if (f && a)
+		ward_audit_record(a, "request.denied", f, &err);
+	json_decref(f);
+}
+
+uint64_t ward_audit_tally_flush(struct ward_audit_tally *t, struct ward_audit *a,
+				uint64_t now_ns, bool all)
+{
+	if (!t->start_ns)
+		return 0;
+	if (!all && now_ns < t->start_ns + t->interval_ns)
+		return t->start_ns + t->interval_ns;
+	for (size_t i = 0; i < t->n; i++)
+		tally_write(a, &t->src[i], t->interval_ns);
+	if (t->src[WARD_AUDIT_TALLY_SOURCES].count)
+		tally_write(a, &t->src[WARD_AUDIT_TALLY_SOURCES], t->interval_ns);
+	t->n = 0;
+	t->src[WARD_AUDIT_TALLY_SOURCES].count = 0;
+	t->start_ns = 0;
+	return 0;
+}
+
+int ward_audit_clip(json_t *fields, const char *key, const char *text, size_t len, size_t max)
+{
+	size_t n = len < max ? len : max;
+	char *buf = malloc(n + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)text[i];
+		buf[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+	}
+	buf[n] = '\0';
+	int rc = json_object_set_new(fields, key, json_string(buf)) == 0 ? 0 : -ENOMEM;
+	free(buf);
+	if (rc == 0 && n < len) {
+		char sk[80];
+		snprintf(sk, sizeof(sk), "%s_size", key);
+		rc = json_object_set_new(fields, sk, json_integer((json_int_t)len)) == 0 ? 0 : -ENOMEM;
+	}
+	return rc;
+}

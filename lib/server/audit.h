@@ -150,4 +150,42 @@ struct ward_audit_report {
 int ward_audit_verify(const char *path, const char *genesis,
 		      struct ward_audit_report *report, struct ward_error *err);
 
+/* --- repeated denials ---
+ * A client that is refused (no valid key, a missing scope) chooses how
+ * often: recording each refusal in full would let it write the log as fast
+ * as it can send. A tally records the first refusal of a source (an
+ * address, a peer uid, a key) in each interval in full, with its method
+ * and path cut to WARD_AUDIT_DENIED_TEXT bytes (ward_audit_clip), counts
+ * the rest, and at the interval's end writes one "request.denied" line per
+ * source: {"source", "count" (all of the interval, the first included),
+ * "interval_ms"}. It tracks at most WARD_AUDIT_TALLY_SOURCES sources per
+ * interval; past that, the others share the source "other". Single-
+ * threaded (the caller's loop); the lines go through ward_audit_record, so
+ * the chain stays one chain. */
+enum {
+	WARD_AUDIT_DENIED_TEXT = 256,        /* bytes of a denied request's path */
+	WARD_AUDIT_TALLY_SOURCES = 256,
+	WARD_AUDIT_SOURCE_MAX = 64,          /* bytes of a source's name, NUL included */
+};
+
+struct ward_audit_tally;
+
+/* A tally with intervals of interval_ms (at least 1). NULL on ENOMEM. */
+struct ward_audit_tally *ward_audit_tally_new(uint64_t interval_ms);
+void ward_audit_tally_free(struct ward_audit_tally *t);
+/* Counts one denial from source at now_ns (CLOCK_MONOTONIC). Returns true
+ * when this one should be recorded in full (the source's first in the
+ * interval), false when it is only counted. */
+bool ward_audit_tally_add(struct ward_audit_tally *t, const char *source, uint64_t now_ns);
+/* Writes the summaries of an interval that has ended (or of the current
+ * one too when all is set: at shutdown) to a (NULL: only forgets them).
+ * Returns when the current interval ends (ns, 0: nothing counted). */
+uint64_t ward_audit_tally_flush(struct ward_audit_tally *t, struct ward_audit *a,
+				uint64_t now_ns, bool all);
+/* Sets fields[key] to text cut to max bytes, every byte outside printable
+ * ASCII as '?', and fields[key "_size"] to len when it was cut. Returns 0
+ * or -ENOMEM. */
+int ward_audit_clip(struct json_t *fields, const char *key, const char *text, size_t len,
+		    size_t max);
+
 #endif

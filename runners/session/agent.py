@@ -44,6 +44,7 @@ import traceback
 PYTHON = "/usr/bin/python3"
 AGENT_VERSION = "1"
 LINE_CAP = 64 << 20                  # bytes of one line from a kernel (or of one request)
+REPLY_CAP = LINE_CAP - (64 << 10)    # bytes of one status reply: the daemon reads lines of LINE_CAP
 READ_SIZE = 1 << 16
 START_TIMEOUT = 60.0                 # seconds a kernel has to say `status`
 INTERRUPT_GRACE = 0.05               # seconds a kernel has to reply after SIGINT
@@ -108,6 +109,22 @@ def spawn(argv, env, cwd, with_stdin):
 def json_line(obj):
     # a lone surrogate (from a kernel's JSON) becomes its \\uXXXX escape: still JSON
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace") + b"\n"
+
+
+def escaped_size(text):
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8", "backslashreplace")) - 2
+
+
+def clip_escaped(text, budget):
+    """text cut so that its JSON escape takes at most budget bytes (a control
+    character escapes to six), and whether it was cut."""
+    size = escaped_size(text)
+    if size <= budget:
+        return text, False
+    while size > budget:
+        text = text[:max(len(text) * budget // size - 1, 0)]
+        size = escaped_size(text)
+    return text, True
 
 
 def exit_fields(rc):
@@ -632,9 +649,14 @@ class Agent:
         if command is None:
             return self.send("command_status_reply", {"command_id": cid, "state": "unknown"}, rid)
         content = {"command_id": cid, "state": "exited" if command.finished else "running", **command.result()}
+        clipped = False
         for name in ("stdout", "stderr"):
-            content[name] = command.data[name].decode("utf-8", "replace")
-            content[name + "_truncated"] = command.truncated[name]
+            text, cut = clip_escaped(command.data[name].decode("utf-8", "replace"), REPLY_CAP // 2)
+            content[name] = text
+            content[name + "_truncated"] = command.truncated[name] or cut
+            clipped = clipped or cut
+        if clipped:                      # the output is kept whole: a later status may not fit either
+            content["reply_truncated"] = True
         self.send("command_status_reply", content, rid)
 
     def on_command_kill(self, rid, c):

@@ -47,21 +47,25 @@ class AgentProcess:
         self.stderr = open(os.path.join(self.dir, ".agent-stderr"), "w+b")
         self.proc = subprocess.Popen([PYTHON, "-I", "-u", AGENT], cwd=self.dir, env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.stderr)
-        self.buf = b""
+        self.buf = bytearray()
         self.ids = 0
         self.status = self.read()
 
     def read(self, timeout=None):
         deadline = time.monotonic() + (timeout or self.timeout)
-        while b"\n" not in self.buf:
+        scanned = 0                      # a line of many MiB is searched once, not once per read
+        while (nl := self.buf.find(b"\n", scanned)) < 0:
+            scanned = len(self.buf)
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
                 raise AssertionError("no message from the agent in time")
-            data = os.read(self.proc.stdout.fileno(), 65536)
+            data = os.read(self.proc.stdout.fileno(), 1 << 20)
             if not data:
                 return None
             self.buf += data
-        line, self.buf = self.buf.split(b"\n", 1)
+        line = bytes(self.buf[:nl])
+        del self.buf[:nl + 1]
+        self.last_size = nl
         return json.loads(line)
 
     def send_raw(self, line):
@@ -369,6 +373,22 @@ class TestCommands(AgentTest):
             time.sleep(0.02)
         self.assertEqual((st["status"], st["stdout"], st["stdout_truncated"], st["stderr"], st["stderr_truncated"]),
                          ("ok", "a" * 1000, True, "done\n", False))
+
+    def test_background_status_always_fits_a_line(self):
+        # 12 MiB of NULs escape to 72 MiB of JSON: over the daemon's 64 MiB line cap
+        self.a.close()
+        self.a = AgentProcess({"output_limit": 16 << 20}, timeout=60)
+        self.a.command("head -c 12582912 /dev/zero", background=True)
+        for _ in range(200):
+            st = self.a.request("command_status_request", {"command_id": "c1"}, "command_status_reply")[-1]["content"]
+            if st["state"] == "exited":
+                break
+            time.sleep(0.05)
+        self.assertEqual((st["state"], st["status"], st["stdout_truncated"], st.get("reply_truncated")),
+                         ("exited", "ok", True, True))
+        self.assertLessEqual(self.a.last_size, (64 << 20) - (64 << 10))
+        self.assertGreater(len(st["stdout"]), 5 << 20)
+        self.assertEqual(set(st["stdout"]), {"\0"})
 
     def test_too_many_background_commands(self):
         for i in range(64):

@@ -44,6 +44,11 @@ static const struct setting settings[] = {
 	S("max-sessions-per-tenant", K_UINT, max_sessions_per_tenant, "live sessions per tenant (default 8)"),
 	S("tenant-memory", K_SIZE, tenant_memory, "memory limits of a tenant's live sandboxes, summed (default 16G; 0: none)"),
 	S("max-file", K_SIZE, max_file, "one file through the files API (default 64M)"),
+	S("max-connections", K_UINT, max_connections, "open HTTP connections, per listener (default 1000)"),
+	S("max-per-address", K_UINT, max_per_address, "TCP connections from one address (default 64)"),
+	S("max-unauthenticated", K_UINT, max_unauthenticated, "connections without a valid key yet; the oldest is closed past it (default 64)"),
+	S("header-timeout", K_DUR, header_timeout_ms, "a connection must authenticate within it (default 10s)"),
+	S("idle-timeout", K_DUR, idle_timeout_ms, "an idle connection is closed after it (default 60s)"),
 };
 #undef S
 
@@ -62,6 +67,11 @@ void srv_config_defaults(struct srv_config *c)
 	c->max_sessions_per_tenant = 8;
 	c->tenant_memory = 16ull << 30;
 	c->max_file = 64u << 20;
+	c->max_connections = 1000;
+	c->max_per_address = 64;
+	c->max_unauthenticated = 64;
+	c->header_timeout_ms = 10000;
+	c->idle_timeout_ms = 60000;
 }
 
 void srv_config_release(struct srv_config *c)

@@ -52,6 +52,12 @@ struct srv_config {
 	uint64_t tenant_memory;  /* bytes: memory limits of a tenant's live sandboxes */
 	uint64_t max_file;       /* bytes of one file moved through the files API */
 	json_t *tenants;         /* per-tenant overrides: {"t": {"max_per_tenant": n, ...}} */
+	/* connections */
+	uint64_t max_connections;     /* per listener (MHD's connection limit) */
+	uint64_t max_per_address;     /* TCP: per client address */
+	uint64_t max_unauthenticated; /* without a valid key yet; the oldest goes */
+	uint64_t header_timeout_ms;   /* to authenticate, from the accept */
+	uint64_t idle_timeout_ms;     /* an idle connection (MHD's timeout) */
 };
 
 enum { SRV_MAX_TENANTS = 256, SRV_N_BUCKETS = 11, SRV_N_STATUS = WARD_STATUS_COUNT };
@@ -63,6 +69,8 @@ struct srv_tenant_count {
 	unsigned running;
 	unsigned sessions;
 	uint64_t memory;   /* reserved: memory limits of its live sandboxes */
+	uint64_t held;     /* bytes the daemon holds for it (unread streams) */
+	uint64_t used_ns;  /* last looked up: the idle one used least recently is freed */
 };
 
 struct srv_metrics {
@@ -75,6 +83,8 @@ struct srv_metrics {
 	uint64_t bad_requests;             /* other 4xx */
 	struct srv_tenant_count tenants[SRV_MAX_TENANTS];
 	size_t n_tenants;
+	uint64_t tenants_freed;            /* idle entries given to another tenant */
+	uint64_t connections_evicted;      /* closed unauthenticated (bound or deadline) */
 };
 
 struct execution;
@@ -299,7 +309,10 @@ void srv_workers_dispatch(struct srv *s);
 /* metrics.c */
 void metrics_verdict(struct srv *s, const char *tenant, enum ward_status st, uint64_t wall_ms);
 void metrics_denial(struct srv *s, const char *tenant);
+/* A tenant's entry, made (freeing an idle one if the table is full) or
+ * NULL when every entry is busy; _find never makes one. */
 struct srv_tenant_count *metrics_tenant(struct srv *s, const char *tenant);
+struct srv_tenant_count *metrics_tenant_find(struct srv *s, const char *tenant);
 char *metrics_render(struct srv *s, size_t *len);
 
 /* audit glue (serve.c): never fails the request */

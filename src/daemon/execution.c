@@ -21,6 +21,7 @@
 #include "exec-glue.h"
 
 enum ex_state { EX_RUNNING, EX_SHUTDOWN, EX_DRAIN, EX_DONE };
+enum { STREAM_SLACK = 1 << 20 };
 
 struct execution {
 	struct execution *next;
@@ -50,8 +51,11 @@ struct execution {
 	/* the client waiting for it */
 	struct MHD_Connection *conn;
 	bool stream, suspended, cw_on;
-	char *sbuf;
+	char *sbuf;              /* unread NDJSON: at most stream_limit() */
 	size_t slen, scap, soff;
+	uint64_t dropped_events, dropped_bytes;
+	bool verdict_due;        /* the verdict event, once the rest is read */
+	size_t held;             /* counted against the tenant (account()) */
 };
 
 const char *exec_id(const struct execution *ex) { return ex->id; }
@@ -93,31 +97,88 @@ static void suspend(struct execution *ex)
 	client_watch(ex, true);
 }
 
+/* The NDJSON a streaming client has not read yet is bounded per
+ * execution: twice the output cap (a control character escapes to six
+ * bytes, ordinary text to about one) plus room for rich results. Past it,
+ * events are dropped, never the sandbox stalled: the client gets one
+ * "dropped" line (how many events, how many bytes) once there is room
+ * again, and the verdict still carries the whole capped output. */
+static size_t stream_limit(const struct execution *ex)
+{
+	uint64_t lim = 2 * ex->req.policy.output_limit + STREAM_SLACK;
+	return lim > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)lim;
+}
+
+/* What the daemon holds for this execution, counted against its tenant
+ * (ward_tenant_daemon_memory_bytes, and the tenant_memory quota). */
+static void account(struct execution *ex, size_t held)
+{
+	if (held == ex->held)
+		return;
+	struct srv_tenant_count *t = metrics_tenant(ex->s, ex->key.tenant);
+	if (t) {
+		t->held -= ex->held < t->held ? ex->held : t->held;
+		t->held += held;
+	}
+	ex->held = held;
+}
+
+/* Appends one line; the verdict (last) may pass the bound, nothing else. */
+static bool append_line(struct execution *ex, const char *line, size_t n, bool last)
+{
+	size_t pending = ex->slen - ex->soff;
+	if (!last && pending + n + 1 > stream_limit(ex))
+		return false;
+	if (ex->slen + n + 1 > ex->scap && ex->soff) {
+		memmove(ex->sbuf, ex->sbuf + ex->soff, pending);
+		ex->slen = pending;
+		ex->soff = 0;
+	}
+	if (ex->slen + n + 1 > ex->scap) {
+		size_t cap = ex->scap ? ex->scap * 2 : 4096, lim = stream_limit(ex);
+		if (cap > lim)
+			cap = lim;
+		if (cap < ex->slen + n + 1)
+			cap = ex->slen + n + 1;
+		char *nb = realloc(ex->sbuf, cap);
+		if (!nb)
+			return false;
+		ex->sbuf = nb;
+		ex->scap = cap;
+		account(ex, cap);
+	}
+	memcpy(ex->sbuf + ex->slen, line, n);
+	ex->sbuf[ex->slen + n] = '\n';
+	ex->slen += n + 1;
+	return true;
+}
+
 /* Appends one NDJSON event for a streaming client (takes ev). */
 static void emit(struct execution *ex, json_t *ev)
 {
 	if (!ev)
 		return;
+	const char *kind = json_string_value(json_object_get(ev, "event"));
+	bool last = kind && strcmp(kind, "verdict") == 0;
 	char *line = ex->stream ? json_dumps(ev, JSON_COMPACT) : NULL;
 	json_decref(ev);
 	if (!line)
 		return;
 	size_t n = strlen(line);
-	if (ex->slen + n + 1 > ex->scap) {
-		size_t cap = ex->scap ? ex->scap : 4096;
-		while (cap < ex->slen + n + 1)
-			cap *= 2;
-		char *nb = realloc(ex->sbuf, cap);
-		if (!nb) {
-			free(line);
-			return;
-		}
-		ex->sbuf = nb;
-		ex->scap = cap;
+	if (ex->dropped_events) {
+		json_t *d = json_pack("{s:s, s:I, s:I}", "event", "dropped", "events",
+				      (json_int_t)ex->dropped_events, "bytes",
+				      (json_int_t)ex->dropped_bytes);
+		char *dl = d ? json_dumps(d, JSON_COMPACT) : NULL;
+		json_decref(d);
+		if (dl && append_line(ex, dl, strlen(dl), last))
+			ex->dropped_events = ex->dropped_bytes = 0;
+		free(dl);
 	}
-	memcpy(ex->sbuf + ex->slen, line, n);
-	ex->sbuf[ex->slen + n] = '\n';
-	ex->slen += n + 1;
+	if (ex->dropped_events || !append_line(ex, line, n, last)) {
+		ex->dropped_events++;
+		ex->dropped_bytes += n + 1;
+	}
 	free(line);
 	wake(ex);
 }
@@ -142,7 +203,25 @@ ssize_t exec_read_stream(struct execution *ex, char *buf, size_t max, bool *wait
 		ex->soff += n;
 		if (ex->soff == ex->slen)
 			ex->soff = ex->slen = 0;
+		if (!ex->slen && ex->scap > 65536) {
+			/* drained: what a burst needed is given back */
+			free(ex->sbuf);
+			ex->sbuf = NULL;
+			ex->scap = 0;
+			account(ex, 0);
+		}
 		return (ssize_t)n;
+	}
+	if (ex->verdict_due) {
+		/* the last event is written once the client has read the rest, so
+		 * the daemon never holds both (it is the whole output again) */
+		ex->verdict_due = false;
+		json_t *ev = json_pack("{s:s}", "event", "verdict");
+		if (ev)
+			json_object_update(ev, ex->final);
+		emit(ex, ev);
+		if (ex->soff < ex->slen)
+			return exec_read_stream(ex, buf, max, wait);
 	}
 	if (ex->state == EX_DONE)
 		return -1;
@@ -173,6 +252,7 @@ static void ex_free(struct execution *ex)
 	exec_out_release(&ex->out);
 	ward_verdict_release(&ex->v);
 	json_decref(ex->final);
+	account(ex, 0);
 	free(ex->sbuf);
 	free(ex);
 }
@@ -256,12 +336,26 @@ uint64_t srv_watch(int epfd, int reg[WARD_KERNEL_NFDS], const struct pollfd fds[
 	return t < 0 ? 0 : ward_now_ns() + (uint64_t)t * 1000000ull;
 }
 
+/* The exit code as the verdict's JSON gives it: none (null) when a signal
+ * ended the program, when ward stopped it (a limit, a cancel) without an
+ * exit status of its own, or when it never started. */
+static json_t *exit_code_json(const struct ward_verdict *v)
+{
+	bool stopped = v->status == WARD_STATUS_TIMEOUT || v->status == WARD_STATUS_CPU_TIMEOUT ||
+		       v->status == WARD_STATUS_MEMORY_LIMIT || v->status == WARD_STATUS_KILLED ||
+		       v->status == WARD_STATUS_PIDS_LIMIT;
+	if (v->signal || v->status == WARD_STATUS_SETUP_FAILED || (stopped && !v->exit_code))
+		return json_null();
+	return json_integer(v->exit_code);
+}
+
 static void audit_verdict(struct execution *ex)
 {
-	json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:I, s:{s:I, s:I, s:I, s:I, s:I}}",
+	json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I}}",
 			      "execution_id", ex->id, "key_id", ex->key.id, "tenant", ex->key.tenant,
 			      "sandbox_id", ex->v.sandbox_id, "status", ward_status_name(ex->v.status),
-			      "limit", ex->v.limit, "exit_code", (json_int_t)ex->v.exit_code,
+			      "limit", ex->v.limit, "exit_code", exit_code_json(&ex->v), "signal",
+			      ex->v.signal ? json_integer(ex->v.signal) : json_null(),
 			      "usage", "wall_ms", (json_int_t)ex->v.usage.wall_ms,
 			      "cpu_user_ms", (json_int_t)ex->v.usage.cpu_user_ms,
 			      "cpu_sys_ms", (json_int_t)ex->v.usage.cpu_sys_ms,
@@ -332,10 +426,7 @@ static void finish_common(struct execution *ex)
 	metrics_verdict(ex->s, ex->key.tenant, ex->v.status, ex->v.usage.wall_ms);
 	audit_verdict(ex);
 	unlink_exec(ex);
-	json_t *ev = ex->stream ? json_pack("{s:s}", "event", "verdict") : NULL;
-	if (ev)
-		json_object_update(ev, ex->final);
-	emit(ex, ev);
+	ex->verdict_due = ex->stream; /* exec_read_stream writes it */
 	wake(ex);
 	exec_unref(ex); /* the registry's reference */
 }

@@ -12,12 +12,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "base/util.h"
 #include "daemon.h"
 
-enum { MAX_DEPTH = 32 };
+enum { MAX_DEPTH = 32, AUDIT_PATH_MAX = 1024, DENIED_INTERVAL_MS = 10000 };
 
 enum route { R_NONE, R_EXEC_POST, R_SESSION };
 
@@ -38,6 +39,8 @@ struct req {
 
 /* The status of the last answer queued (for the audit line). */
 static unsigned last_status;
+/* The next answer closes its connection (a refused client keeps no slot). */
+static bool close_next;
 
 void srv_note_status(unsigned status)
 {
@@ -59,6 +62,9 @@ int srv_respond_json(struct MHD_Connection *c, unsigned status, json_t *body)
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "application/json");
+	if (close_next)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	close_next = false;
 	last_status = status;
 	enum MHD_Result ok = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
@@ -83,6 +89,7 @@ static int answer_error(struct req *rq, struct MHD_Connection *c, unsigned statu
 			const char *code, const char *field, const char *msg)
 {
 	rq->answered = true;
+	close_next = status == 401;
 	if (status == 401 || status == 403)
 		metrics_denial(rq->s, rq->key.tenant[0] ? rq->key.tenant : NULL);
 	else
@@ -118,6 +125,89 @@ void srv_keys_reload(struct srv *s)
 	s->keys_size = st.st_size;
 }
 
+/* Connections that have not authenticated yet (no request with a valid
+ * key): at most max_unauthenticated of them, each for at most
+ * header_timeout from its accept. A newcomer over the bound evicts the
+ * oldest; a deadline passed closes it. Either way the socket is shut down
+ * and libmicrohttpd closes it on its next read. So a client that opens
+ * many connections and never finishes a request's headers holds a bounded
+ * number of slots for a bounded time, and never all of max_connections. */
+struct conn {
+	struct conn *prev, *next;    /* while unauthenticated: oldest first */
+	MHD_socket fd;
+	uint64_t deadline_ns;
+	bool listed;
+};
+static struct conn *unauth_head, *unauth_tail;
+static unsigned n_unauth;
+
+static void unauth_unlink(struct conn *k)
+{
+	if (!k->listed)
+		return;
+	*(k->prev ? &k->prev->next : &unauth_head) = k->next;
+	*(k->next ? &k->next->prev : &unauth_tail) = k->prev;
+	k->prev = k->next = NULL;
+	k->listed = false;
+	n_unauth--;
+}
+
+static void unauth_close(struct conn *k)
+{
+	unauth_unlink(k);
+	shutdown(k->fd, SHUT_RDWR);
+}
+
+static void notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
+			enum MHD_ConnectionNotificationCode toe)
+{
+	struct srv *s = cls;
+	struct conn *k = *socket_context;
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (k)
+			unauth_unlink(k);
+		free(k);
+		*socket_context = NULL;
+		return;
+	}
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci || !(k = calloc(1, sizeof(*k)))) {
+		if (ci)
+			shutdown(ci->connect_fd, SHUT_RDWR); /* out of memory: refused */
+		return;
+	}
+	k->fd = ci->connect_fd;
+	k->deadline_ns = ward_now_ns() + s->cfg.header_timeout_ms * 1000000ull;
+	if (n_unauth >= s->cfg.max_unauthenticated && unauth_head) {
+		s->m.connections_evicted++;
+		unauth_close(unauth_head);
+	}
+	k->prev = unauth_tail;
+	*(unauth_tail ? &unauth_tail->next : &unauth_head) = k;
+	unauth_tail = k;
+	k->listed = true;
+	n_unauth++;
+	*socket_context = k;
+}
+
+/* A valid key: the connection is no longer bound by the header deadline. */
+static void conn_authenticated(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci && ci->socket_context)
+		unauth_unlink(ci->socket_context);
+}
+
+static void unauth_expire(struct srv *s)
+{
+	uint64_t now = ward_now_ns();
+	while (unauth_head && unauth_head->deadline_ns <= now) {
+		s->m.connections_evicted++;
+		unauth_close(unauth_head);
+	}
+}
+
 static bool authenticate(struct srv *s, struct MHD_Connection *c, struct ward_key_info *key)
 {
 	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
@@ -125,16 +215,69 @@ static bool authenticate(struct srv *s, struct MHD_Connection *c, struct ward_ke
 	memset(key, 0, sizeof(*key));
 	if (!h || strncmp(h, "Bearer ", 7) != 0 || !s->keys)
 		return false;
-	return ward_keys_authenticate(s->keys, h + 7, key) == 0;
+	if (ward_keys_authenticate(s->keys, h + 7, key) < 0)
+		return false;
+	conn_authenticated(c);
+	return true;
 }
 
 static void audit_request(struct srv *s, const struct ward_key_info *k, const char *action,
 			  const char *method, const char *url, unsigned status)
 {
-	json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "key_id", k->id, "tenant",
-			      k->tenant, "action", action, "method", method, "path", url,
-			      "status", (int)status);
-	srv_audit(s, "request", f);
+	json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:i}", "key_id", k->id, "tenant",
+			      k->tenant, "action", action, "method", method, "status", (int)status);
+	if (f && ward_audit_clip(f, "path", url, strlen(url), AUDIT_PATH_MAX) == 0)
+		srv_audit(s, "request", f);
+	json_decref(f);
+}
+
+/* Refusals: each source's first in an interval in full (method and path
+ * cut short), the rest counted into one request.denied line per source
+ * (lib/server/audit.h). A 401's source is the client (address, or the
+ * peer's uid on the unix socket), a 403's its key. */
+static struct ward_audit_tally *denials;
+
+static void conn_source(struct MHD_Connection *c, char src[WARD_AUDIT_SOURCE_MAX])
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	char ip[INET_ADDRSTRLEN];
+	if (sa && sa->sa_family == AF_INET &&
+	    inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, ip,
+		      sizeof(ip))) {
+		snprintf(src, WARD_AUDIT_SOURCE_MAX, "ip:%s", ip);
+		return;
+	}
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+	if (ci && getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0)
+		snprintf(src, WARD_AUDIT_SOURCE_MAX, "uid:%u", (unsigned)uc.uid);
+	else
+		snprintf(src, WARD_AUDIT_SOURCE_MAX, "unknown");
+}
+
+static void audit_denied(struct srv *s, struct MHD_Connection *c, const char *event,
+			 const struct ward_key_info *k, const char *method, const char *url,
+			 const char *scope)
+{
+	char src[WARD_AUDIT_SOURCE_MAX];
+	if (!s->audit)
+		return;
+	if (k)
+		snprintf(src, sizeof(src), "key:%s", k->id);
+	else
+		conn_source(c, src);
+	if (denials && !ward_audit_tally_add(denials, src, ward_now_ns()))
+		return;
+	json_t *f = json_pack("{s:s}", "source", src);
+	if (f && k)
+		json_object_update_new(f, json_pack("{s:s, s:s, s:s}", "key_id", k->id, "tenant",
+						    k->tenant, "scope", scope));
+	if (f && ward_audit_clip(f, "method", method, strlen(method), 16) == 0 &&
+	    ward_audit_clip(f, "path", url, strlen(url), WARD_AUDIT_DENIED_TEXT) == 0)
+		srv_audit(s, event, f);
 	json_decref(f);
 }
 
@@ -218,7 +361,7 @@ static int memory_check(struct req *rq, struct MHD_Connection *c, uint64_t memor
 	struct srv_tenant_count *t = metrics_tenant(rq->s, rq->key.tenant);
 	struct sess_quota q;
 	srv_tenant_quota(rq->s, rq->key.tenant, &q);
-	uint64_t used = t ? t->memory : 0;
+	uint64_t used = t ? t->memory + t->held : 0; /* sandboxes, and what the daemon holds */
 	if (!q.tenant_memory || used + memory <= q.tenant_memory)
 		return -1;
 	char msg[256];
@@ -414,9 +557,7 @@ static int first_call(struct req *rq, struct MHD_Connection *c, const char *url,
 	if (r >= 0)
 		return r;
 	if (!authenticate(s, c, &rq->key)) {
-		json_t *f = json_pack("{s:s, s:s}", "method", method, "path", url);
-		srv_audit(s, "auth.denied", f);
-		json_decref(f);
+		audit_denied(s, c, "auth.denied", NULL, method, url, NULL);
 		return answer_error(rq, c, 401, "unauthorized", NULL,
 				    "a valid API key is required (Authorization: Bearer wk_...)");
 	}
@@ -433,11 +574,8 @@ static int first_call(struct req *rq, struct MHD_Connection *c, const char *url,
 		return answer_error(rq, c, 404, "not_found", NULL, "no such endpoint");
 	}
 	if (!(rq->key.scopes & need)) {
-		json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:s}", "key_id", rq->key.id, "tenant",
-				      rq->key.tenant, "method", method, "path", url, "scope",
-				      ward_keys_scope_name(need));
-		srv_audit(s, "permission.denied", f);
-		json_decref(f);
+		audit_denied(s, c, "permission.denied", &rq->key, method, url,
+			     ward_keys_scope_name(need));
 		char msg[96];
 		snprintf(msg, sizeof(msg), "this key lacks the '%s' scope", ward_keys_scope_name(need));
 		return answer_error(rq, c, 403, "forbidden", "scope", msg);
@@ -606,21 +744,26 @@ static struct MHD_Daemon *start_one(struct srv *s, int listen_fd, const struct s
 {
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 	size_t mem = s->cfg.max_header < 8192 ? 8192 : (size_t)s->cfg.max_header;
+	unsigned idle = (unsigned)((s->cfg.idle_timeout_ms + 999) / 1000);
 	if (listen_fd >= 0)
 		return MHD_start_daemon(flags, 0, NULL, NULL, handler, s,
 					MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 					MHD_OPTION_LISTEN_SOCKET, listen_fd,
 					MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
-					MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-					MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+					MHD_OPTION_CONNECTION_TIMEOUT, idle,
+					MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_connections,
+					MHD_OPTION_NOTIFY_CONNECTION, notify_conn, s,
 					MHD_OPTION_NOTIFY_COMPLETED, completed, s,
 					MHD_OPTION_END);
+	/* per address: TCP only (every client of a unix socket has the same) */
 	return MHD_start_daemon(flags, ntohs(sa->sin_port), NULL, NULL, handler, s,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_SOCK_ADDR, sa,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+				MHD_OPTION_CONNECTION_TIMEOUT, idle,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_connections,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->cfg.max_per_address,
+				MHD_OPTION_NOTIFY_CONNECTION, notify_conn, s,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
 				MHD_OPTION_END);
 }
@@ -641,6 +784,8 @@ static int add_daemon(struct srv *s, struct MHD_Daemon *d)
 
 int srv_http_start(struct srv *s, int unix_fd)
 {
+	if (!denials && !(denials = ward_audit_tally_new(DENIED_INTERVAL_MS)))
+		return -1;
 	if (unix_fd >= 0) {
 		struct MHD_Daemon *d = start_one(s, unix_fd, NULL);
 		if (!d || add_daemon(s, d) < 0) {
@@ -669,6 +814,9 @@ int srv_http_start(struct srv *s, int unix_fd)
 
 void srv_http_run(struct srv *s)
 {
+	unauth_expire(s);
+	if (denials)
+		ward_audit_tally_flush(denials, s->audit, ward_now_ns(), false);
 	for (int i = 0; i < s->n_mhd; i++)
 		MHD_run(s->mhd[i]);
 }
@@ -682,6 +830,17 @@ int srv_http_timeout(struct srv *s)
 			int t = ms > 60000 ? 60000 : (int)ms;
 			best = best < 0 || t < best ? t : best;
 		}
+	}
+	uint64_t end = denials ? ward_audit_tally_flush(denials, NULL, 0, false) : 0;
+	if (end) {
+		uint64_t now = ward_now_ns();
+		int t = end <= now ? 0 : (int)((end - now) / 1000000 + 1);
+		best = best < 0 || t < best ? t : best;
+	}
+	if (unauth_head) {
+		uint64_t now = ward_now_ns(), d = unauth_head->deadline_ns;
+		int t = d <= now ? 0 : (int)((d - now) / 1000000 + 1);
+		best = best < 0 || t < best ? t : best;
 	}
 	return best;
 }
@@ -711,4 +870,8 @@ void srv_http_stop(struct srv *s)
 	for (int i = 0; i < s->n_mhd; i++)
 		MHD_stop_daemon(s->mhd[i]);
 	s->n_mhd = 0;
+	if (denials)
+		ward_audit_tally_flush(denials, s->audit, ward_now_ns(), true);
+	ward_audit_tally_free(denials);
+	denials = NULL;
 }

@@ -2,7 +2,8 @@
  *
  * Plain counters updated by the loop's single thread; rendering allocates
  * one buffer. Tenant names are validated key data ([A-Za-z0-9._-]), so
- * they need no escaping in labels; at most SRV_MAX_TENANTS are tracked.
+ * they need no escaping in labels; at most SRV_MAX_TENANTS are tracked
+ * at once, and an idle one gives its entry to a new tenant.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,18 +18,50 @@ _Static_assert(ARRAY_SIZE(((struct srv_metrics *)0)->by_status) == WARD_STATUS_C
 
 static const double bucket_le[SRV_N_BUCKETS] = { 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300 };
 
-struct srv_tenant_count *metrics_tenant(struct srv *s, const char *tenant)
+static bool tenant_idle(const struct srv_tenant_count *t)
+{
+	return !t->running && !t->sessions && !t->memory && !t->held;
+}
+
+struct srv_tenant_count *metrics_tenant_find(struct srv *s, const char *tenant)
 {
 	if (!tenant || !*tenant)
 		return NULL;
 	for (size_t i = 0; i < s->m.n_tenants; i++)
 		if (strcmp(s->m.tenants[i].tenant, tenant) == 0)
 			return &s->m.tenants[i];
-	if (s->m.n_tenants == SRV_MAX_TENANTS)
-		return NULL;
-	struct srv_tenant_count *t = &s->m.tenants[s->m.n_tenants++];
+	return NULL;
+}
+
+/* The tenant's entry, made if need be. The table holds SRV_MAX_TENANTS:
+ * when it is full, the idle entry (no sandbox, no session, no reserved
+ * memory, nothing held) used least recently is given to the newcomer, so
+ * only 256 tenants busy at once can fill it. The freed tenant's counters
+ * leave /metrics; if it comes back they start from 0 (a counter reset, as
+ * after a restart). The daemon-wide totals never lose a count. */
+struct srv_tenant_count *metrics_tenant(struct srv *s, const char *tenant)
+{
+	struct srv_tenant_count *t = metrics_tenant_find(s, tenant);
+	if (t || !tenant || !*tenant) {
+		if (t)
+			t->used_ns = ward_now_ns();
+		return t;
+	}
+	if (s->m.n_tenants < SRV_MAX_TENANTS) {
+		t = &s->m.tenants[s->m.n_tenants++];
+	} else {
+		for (size_t i = 0; i < s->m.n_tenants; i++) {
+			struct srv_tenant_count *c = &s->m.tenants[i];
+			if (tenant_idle(c) && (!t || c->used_ns < t->used_ns))
+				t = c;
+		}
+		if (!t)
+			return NULL;
+		s->m.tenants_freed++;
+	}
 	memset(t, 0, sizeof(*t));
 	ward_strlcpy(t->tenant, tenant, sizeof(t->tenant));
+	t->used_ns = ward_now_ns();
 	return t;
 }
 
@@ -47,10 +80,11 @@ void metrics_verdict(struct srv *s, const char *tenant, enum ward_status st, uin
 		t->executions++;
 }
 
+/* A denial never takes an entry: only a tenant already tracked counts it. */
 void metrics_denial(struct srv *s, const char *tenant)
 {
 	s->m.denials++;
-	struct srv_tenant_count *t = metrics_tenant(s, tenant);
+	struct srv_tenant_count *t = metrics_tenant_find(s, tenant);
 	if (t)
 		t->denials++;
 }
@@ -122,6 +156,13 @@ char *metrics_render(struct srv *s, size_t *len)
 	put(&o, "# HELP ward_bad_requests_total Other refused requests (4xx).\n"
 		"# TYPE ward_bad_requests_total counter\nward_bad_requests_total %llu\n",
 	    (unsigned long long)s->m.bad_requests);
+	put(&o, "# HELP ward_connections_evicted_total Unauthenticated connections closed "
+		"(over max-unauthenticated, or past header-timeout).\n"
+		"# TYPE ward_connections_evicted_total counter\nward_connections_evicted_total %llu\n",
+	    (unsigned long long)s->m.connections_evicted);
+	put(&o, "# HELP ward_tenants_freed_total Idle tenant entries given to a new tenant.\n"
+		"# TYPE ward_tenants_freed_total counter\nward_tenants_freed_total %llu\n",
+	    (unsigned long long)s->m.tenants_freed);
 	put(&o, "# HELP ward_tenant_executions_total Executions finished, by tenant.\n"
 		"# TYPE ward_tenant_executions_total counter\n");
 	for (size_t i = 0; i < s->m.n_tenants; i++)
@@ -147,6 +188,11 @@ char *metrics_render(struct srv *s, size_t *len)
 	for (size_t i = 0; i < s->m.n_tenants; i++)
 		put(&o, "ward_tenant_memory_bytes{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
 		    (unsigned long long)s->m.tenants[i].memory);
+	put(&o, "# HELP ward_tenant_daemon_memory_bytes Daemon memory held for a tenant "
+		"(unread streams).\n# TYPE ward_tenant_daemon_memory_bytes gauge\n");
+	for (size_t i = 0; i < s->m.n_tenants; i++)
+		put(&o, "ward_tenant_daemon_memory_bytes{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
+		    (unsigned long long)s->m.tenants[i].held);
 	if (o.oom) {
 		free(o.buf);
 		return NULL;

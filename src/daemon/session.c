@@ -42,6 +42,12 @@ enum {
 	INTERRUPT_AFTER_MS = 1000,   /* past a call's timeout: ask the agent */
 	KILL_AFTER_MS = 5000,        /* past a call's timeout: end the sandbox */
 	SESSION_LIFETIME_MS = 24 * 3600 * 1000,
+	/* Requests the agent has not read wait in the daemon's memory: past
+	 * AGENT_UNSENT_MAX none is queued (503 agent_busy), so they hold at
+	 * most that plus one request; and an agent that reads none of them
+	 * for AGENT_STALL_MS (stopped, or stuck) ends its session. */
+	AGENT_UNSENT_MAX = 1 << 20,
+	AGENT_STALL_MS = 10000,
 };
 
 enum pend_kind { PEND_BG_START, PEND_STATUS, PEND_KILL };
@@ -74,6 +80,8 @@ struct session {
 	json_t *contexts;            /* "lang/name" -> {language, context, executions} */
 	uint64_t n_calls;
 	struct deferred *pend;
+	size_t unsent;               /* what the agent had not read at the last look */
+	uint64_t stall_since_ns;     /* since when it has read none of it (0: all read) */
 };
 
 static double epoch_now(void)
@@ -478,6 +486,24 @@ void session_dispatch(struct srv *s, struct session *se)
 		sync_fds(se);
 }
 
+/* The agent reads its requests, or its session ends: it never holds the
+ * daemon's memory for long. */
+static void check_stall(struct session *se, uint64_t now)
+{
+	size_t unsent = se->k ? ward_kernel_unsent(se->k) : 0;
+	if (!unsent)
+		se->stall_since_ns = 0;
+	else if (!se->stall_since_ns || unsent < se->unsent)
+		se->stall_since_ns = now; /* first seen, or it read some */
+	se->unsent = unsent;
+	if (se->stall_since_ns && now >= se->stall_since_ns + AGENT_STALL_MS * 1000000ull) {
+		char why[160];
+		snprintf(why, sizeof(why), "the session's agent read none of its requests for %d s "
+			 "(%zu bytes waiting): it was stopped or is stuck", AGENT_STALL_MS / 1000, unsent);
+		end_session(se, "stalled", why, true);
+	}
+}
+
 static uint64_t next_wake(struct session *se)
 {
 	uint64_t best = se->live ? se->wake_ns : 0;
@@ -489,6 +515,8 @@ static uint64_t next_wake(struct session *se)
 			  (se->fg_interrupted ? KILL_AFTER_MS : INTERRUPT_AFTER_MS) * 1000000ull;
 	if (!se->live)
 		cand[2] = se->tomb_until_ns;
+	if (se->live && se->stall_since_ns && (!best || se->stall_since_ns + AGENT_STALL_MS * 1000000ull < best))
+		best = se->stall_since_ns + AGENT_STALL_MS * 1000000ull;
 	for (struct deferred *d = se->pend; d; d = d->next)
 		if (!best || d->deadline_ns < best)
 			best = d->deadline_ns;
@@ -543,6 +571,9 @@ void session_tick(struct srv *s)
 			continue;
 		backstop(se, now);
 		expire_pends(se, now);
+		check_stall(se, now);
+		if (!se->live)
+			continue;
 		if (!se->fg && !se->pend && se->expires_ns <= now) {
 			char why[96];
 			snprintf(why, sizeof(why), "idle for its TTL (%llu s)",
@@ -1125,6 +1156,14 @@ int session_route(struct srv *s, struct MHD_Connection *c, const struct ward_key
 		return fail(c, 404, "not_found", NULL, "no such endpoint");
 	if (!se->live)
 		return gone(c, se);
+	if (!files && se->k && ward_kernel_unsent(se->k) > AGENT_UNSENT_MAX) {
+		check_stall(se, ward_now_ns());
+		return se->live ? fail(c, 503, "agent_busy", NULL,
+				       "session %s: its agent has not read %zu bytes of earlier "
+				       "requests; retry later (it is ended if it reads none for %d s)",
+				       se->id, ward_kernel_unsent(se->k), AGENT_STALL_MS / 1000)
+				: gone(c, se);
+	}
 	if (files) {
 		if (!(key->scopes & WARD_SCOPE_FILES)) /* checked before; kept where it is used */
 			return fail(c, 403, "forbidden", "scope", "this key lacks the 'files' scope");
