@@ -41,18 +41,6 @@ int ward_plan_add_mount(struct ward_plan *plan, const struct ward_mount_op *op,
 	return 0;
 }
 
-/* The preparation steps, in order: each may read what earlier ones filled
- * (landlock rules are derived from the mount list, so mounts come first). */
-typedef int (*ward_prepare_fn)(struct ward_plan *, struct ward_error *);
-static const ward_prepare_fn prepare_steps[] = {
-	ward_userns_prepare,      /* identity first: mounts use the inside uid */
-	ward_image_host_prepare,  /* the image: /usr, merged-usr links, /etc */
-	ward_mounts_prepare,      /* /dev, /proc, /workspace, /tmp, user binds */
-	ward_landlock_prepare,    /* rules derived from the mount list */
-	ward_rlimits_prepare,
-	ward_env_prepare,
-};
-
 int ward_plan_build(struct ward_plan *plan, const struct ward_policy *policy,
 		    char *const argv[], const struct ward_sandbox_options *opts,
 		    struct ward_error *err)
@@ -72,14 +60,8 @@ int ward_plan_build(struct ward_plan *plan, const struct ward_policy *policy,
 
 	if (!argv || !argv[0] || !argv[0][0])
 		return ward_error_set(err, EINVAL, "plan", "no program to run");
-	for (size_t i = 0; i < ARRAY_SIZE(prepare_steps); i++) {
-		int r = prepare_steps[i](plan, err);
-		if (r < 0) {
-			ward_plan_release(plan);
-			return r;
-		}
-	}
-	int r = ward_seccomp_build(policy, &plan->seccomp, err);
+	/* The layer table (lib/sandbox.c) orders the preparation too. */
+	int r = ward_layers_prepare(ward_layers, ward_n_layers, plan, err);
 	if (r < 0) {
 		ward_plan_release(plan);
 		return r;

@@ -103,8 +103,7 @@ static int setup_cgroup(struct ward_sandbox *r, const char *id, struct ward_erro
 		ward_error_set(&cerr, ENOTSUP, "cgroup", "no usable cgroup hierarchy");
 	}
 	if (rc == 0) {
-		r->have_cg = true;
-		r->plan.layers |= 1u << WARD_LAYER_CGROUP;
+		r->have_cg = true; /* the pipeline marks the layer applied */
 		return 0;
 	}
 	if (p->require_cgroup) {
@@ -269,7 +268,7 @@ static void fill_limits(struct ward_sandbox *r, struct ward_verdict *v)
 
 static int fill_verdict(struct ward_sandbox *r, struct ward_verdict *v, struct ward_error *err)
 {
-	v->layers = r->rep.layers | (r->plan.layers & (1u << WARD_LAYER_CGROUP));
+	v->layers = r->rep.layers;
 	v->degraded = r->rep.degraded | r->plan.degraded;
 	v->layers &= ~v->degraded;
 	v->usage.cpu_user_ms = r->rep.cpu_user_us / 1000;

@@ -76,3 +76,14 @@ int ward_seccomp_apply(const struct sock_fprog *prog, struct ward_error *err)
 		ward_error_hint(err, "the kernel needs CONFIG_SECCOMP_FILTER");
 	return -e;
 }
+
+int ward_seccomp_prepare(struct ward_plan *plan, struct ward_error *err)
+{
+	return ward_seccomp_build(plan->policy, &plan->seccomp, err);
+}
+
+/* Child-safe. */
+int ward_seccomp_apply_plan(struct ward_plan *plan, struct ward_error *err)
+{
+	return ward_seccomp_apply(&plan->seccomp, err);
+}

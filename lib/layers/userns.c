@@ -138,6 +138,5 @@ int ward_userns_enter(struct ward_plan *plan, struct ward_error *err)
 	if (syscall(SYS_setresuid, id, id, id) < 0)
 		return ward_error_setv(err, errno, "userns",
 				       "unable to switch to the namespace's root", NULL);
-	plan->layers |= 1u << WARD_LAYER_USERNS;
 	return 0;
 }
