@@ -61,8 +61,20 @@ struct ward_rlimit {
 	struct rlimit value;
 };
 
+/* What a policy alone decides, shared read-only by every plan of that
+ * policy (see ward_plan_cache_get in ward/sandbox.h). */
+struct ward_policy_plan {
+	unsigned char digest[WARD_POLICY_DIGEST_LEN];
+	struct ward_policy policy;     /* own deep copy */
+	struct sock_fprog seccomp;     /* owned; plans borrow it */
+	int refs;                      /* atomic; the cache holds one */
+	uint64_t used;                 /* the cache's LRU tick (under its mutex) */
+};
+
 struct ward_plan {
 	const struct ward_policy *policy;
+	const struct ward_policy_plan *base; /* held by the sandbox, outlives the plan */
+	bool seccomp_borrowed;         /* seccomp points into base: not freed here */
 
 	/* identity */
 	bool rootless;
@@ -108,8 +120,9 @@ struct ward_plan {
 	uint32_t degraded;
 };
 
-/* Parent: builds a plan for policy and argv; files go into /workspace. */
-int ward_plan_build(struct ward_plan *plan, const struct ward_policy *policy,
+/* Parent: builds a plan for argv from the policy's cached part (base, which
+ * the caller keeps alive for the plan's lifetime); files go into /workspace. */
+int ward_plan_build(struct ward_plan *plan, const struct ward_policy_plan *base,
 		    char *const argv[], const struct ward_sandbox_options *opts,
 		    struct ward_error *err);
 void ward_plan_release(struct ward_plan *plan);

@@ -36,6 +36,8 @@
 
 struct ward_sandbox {
 	struct ward_plan plan;
+	struct ward_policy_plan *pp; /* a reference: the plan points into it */
+	bool claimed;           /* at most once: the init waits for it */
 	struct ward_cgroup cg;
 	bool have_cg;
 	int sync[2], report[2], out[2], err[2], in[2];
@@ -188,10 +190,7 @@ static int start_child(struct ward_sandbox *r, struct ward_error *err)
 	int rc = ward_userns_write_maps(&r->plan, r->pid, err);
 	if (rc == 0 && r->have_cg && !self_attach)
 		rc = ward_cgroup_attach(&r->cg, r->pid, cgfd >= 0, err);
-	/* The write end stays open until the run ends: the init watches it to
-	 * learn whether its supervisor is still alive. */
-	if (rc == 0 && ward_write_all(r->sync[1], "g", 1) < 0)
-		rc = ward_error_set(err, EPIPE, "pid", "the sandbox's init died during setup");
+	/* The init now waits for "g" on the sync pipe: ward_sandbox_claim. */
 	return rc;
 }
 
@@ -327,14 +326,16 @@ static void run_release(struct ward_sandbox *r)
 	if (r->have_cg)
 		ward_cgroup_destroy(&r->cg, NULL);
 	ward_plan_release(&r->plan);
+	ward_policy_plan_unref(r->pp);
+	r->pp = NULL;
 }
 
 
 /* ---- the public lifecycle ---- */
 
-WARD_EXPORT int ward_sandbox_start(const struct ward_policy *policy, char *const argv[],
-				   const struct ward_sandbox_options *opts,
-				   struct ward_sandbox **out, struct ward_error *err)
+WARD_EXPORT int ward_sandbox_prepare(const struct ward_policy *policy, char *const argv[],
+				     const struct ward_sandbox_options *opts,
+				     struct ward_sandbox **out, struct ward_error *err)
 {
 	struct ward_sandbox *r = calloc(1, sizeof(*r));
 	*out = NULL;
@@ -346,11 +347,15 @@ WARD_EXPORT int ward_sandbox_start(const struct ward_policy *policy, char *const
 	r->pidfd = -1;
 	r->root_fd = -1;
 	r->cg.unified_fd = -1;
-	r->start_ns = ward_now_ns();
-	r->deadline_ns = r->start_ns + policy->timeout_ms * 1000000ull;
+	r->start_ns = ward_now_ns(); /* again at the claim */
 	make_id(r->id, sizeof(r->id));
 
-	int rc = ward_plan_build(&r->plan, policy, argv, opts, err);
+	struct ward_plan_cache *cache = ward_plan_cache_default();
+	r->pp = cache ? ward_plan_cache_get(cache, policy, err) : NULL;
+	int rc = r->pp ? 0 : (cache ? -(err->code ? err->code : ENOMEM)
+				    : ward_error_set(err, ENOMEM, "plan", "out of memory"));
+	if (rc == 0)
+		rc = ward_plan_build(&r->plan, r->pp, argv, opts, err);
 	if (rc == 0) {
 		r->plan.cap_last = cap_last();
 		rc = setup_cgroup(r, r->id, err);
@@ -364,9 +369,46 @@ WARD_EXPORT int ward_sandbox_start(const struct ward_policy *policy, char *const
 		free(r);
 		return rc;
 	}
-	r->poll_cpu = r->have_cg && policy->cpu_time_ms;
+	r->poll_cpu = r->have_cg && r->plan.policy->cpu_time_ms;
 	*out = r;
 	return 0;
+}
+
+WARD_EXPORT int ward_sandbox_claim(struct ward_sandbox *r, struct ward_error *err)
+{
+	if (r->claimed)
+		return -EALREADY;
+	r->claimed = true;
+	/* The clocks run from the claim: a prepared sandbox may wait. */
+	r->start_ns = ward_now_ns();
+	r->deadline_ns = r->start_ns + r->plan.policy->timeout_ms * 1000000ull;
+	/* The write end stays open until the run ends: the init watches it to
+	 * learn whether its supervisor is still alive. */
+	if (ward_write_all(r->sync[1], "g", 1) < 0)
+		return ward_error_set(err, EPIPE, "pid", "the sandbox's init died during setup");
+	return 0;
+}
+
+WARD_EXPORT bool ward_sandbox_claimed(const struct ward_sandbox *sb) { return sb->claimed; }
+
+WARD_EXPORT void ward_sandbox_discard(struct ward_sandbox *sb)
+{
+	if (!sb)
+		return;
+	run_release(sb);
+	free(sb);
+}
+
+WARD_EXPORT int ward_sandbox_start(const struct ward_policy *policy, char *const argv[],
+				   const struct ward_sandbox_options *opts,
+				   struct ward_sandbox **out, struct ward_error *err)
+{
+	int rc = ward_sandbox_prepare(policy, argv, opts, out, err);
+	if (rc == 0 && (rc = ward_sandbox_claim(*out, err)) < 0) {
+		ward_sandbox_discard(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 WARD_EXPORT const char *ward_sandbox_id(const struct ward_sandbox *sb) { return sb->id; }
@@ -417,7 +459,7 @@ enum { CPU_POLL_MS = 50 };
 
 WARD_EXPORT int ward_sandbox_check(struct ward_sandbox *sb)
 {
-	if (sb->exited || sb->killed_for)
+	if (sb->exited || sb->killed_for || !sb->claimed)
 		return -1;
 	uint64_t now = ward_now_ns();
 	if (now >= sb->deadline_ns) {
@@ -512,6 +554,8 @@ WARD_EXPORT int ward_sandbox_finish(struct ward_sandbox *sb, struct ward_verdict
 				    struct ward_error *err)
 {
 	ward_sandbox_close_stdin(sb);
+	if (!sb->claimed) /* never released: nothing ran, nothing to wait for */
+		ward_sandbox_kill(sb, WARD_KILL_CANCEL);
 	while (!ward_sandbox_exited(sb)) {
 		struct pollfd pfd = { .fd = sb->pidfd, .events = POLLIN };
 		poll(&pfd, 1, ward_sandbox_check(sb));
