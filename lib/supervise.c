@@ -12,7 +12,6 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -66,22 +65,12 @@ static int cap_last(void)
 {
 	static int cached = -1;
 	if (cached < 0) {
-		_cleanup_free_ char *buf = NULL;
+		char buf[32];
 		cached = 40;
-		if (ward_read_file("/proc/sys/kernel/cap_last_cap", 64, &buf, NULL) == 0)
+		if (ward_proc_read(WARD_PROC_ROOT, "sys/kernel/cap_last_cap", buf, sizeof(buf)) > 0)
 			cached = (int)strtol(buf, NULL, 10);
 	}
 	return cached;
-}
-
-static void make_id(char *buf, size_t len)
-{
-	unsigned char raw[8];
-	static bool sodium_ready;
-	if (!sodium_ready)
-		sodium_ready = sodium_init() >= 0;
-	randombytes_buf(raw, sizeof(raw));
-	sodium_bin2hex(buf, len, raw, sizeof(raw));
 }
 
 /* Cgroup, or its fallback: without one, rlimits stand in and the verdict
@@ -348,7 +337,7 @@ WARD_EXPORT int ward_sandbox_prepare(const struct ward_policy *policy, char *con
 	r->root_fd = -1;
 	r->cg.unified_fd = -1;
 	r->start_ns = ward_now_ns(); /* again at the claim */
-	make_id(r->id, sizeof(r->id));
+	ward_id_new(r->id, sizeof(r->id), NULL, 8);
 
 	struct ward_plan_cache *cache = ward_plan_cache_default();
 	r->pp = cache ? ward_plan_cache_get(cache, policy, err) : NULL;
