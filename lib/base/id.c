@@ -25,7 +25,8 @@ int ward_id_new(char *buf, size_t size, const char *prefix, size_t nbytes)
 		;
 	if (n != (ssize_t)nbytes)
 		return n < 0 ? -errno : -EIO;
-	memcpy(buf, prefix, plen);
+	if (plen)
+		memcpy(buf, prefix, plen);
 	for (size_t i = 0; i < nbytes; i++) {
 		buf[plen + 2 * i] = hex[raw[i] >> 4];
 		buf[plen + 2 * i + 1] = hex[raw[i] & 15];
