@@ -11,6 +11,11 @@ struct ward_kernel_input {
 	char sha256[65];
 };
 
+/* The kernel's command line of lang from the registry (runners/languages.json,
+ * with "{runners}" as mounted in the sandbox), NULL-terminated; NULL when out
+ * of range. */
+char *const *ward_lang_kernel_argv(enum ward_lang lang);
+
 int ward_artifacts_collect(struct ward_sandbox *sb, const struct ward_kernel_input *inputs,
 			   size_t n_inputs, const char *copy_to,
 			   const struct ward_artifact_limits *lim, json_t **list, json_t **skipped,

@@ -50,18 +50,43 @@ struct ward_kernel {
 	struct waiter *aw;      /* the non-blocking form's awaited reply, or NULL */
 };
 
-static const char *const lang_names[] = { "python", "node", "bash" };
+/* The registry, generated from runners/languages.json at build time (see
+ * tools/gen-languages.py for why not at run time). */
+#define WARD_RUNNERS_INSIDE RUNNERS_INSIDE
+#include "languages.h"
+static const struct {
+	const char *name;
+	const char *aliases[4];   /* NULL-terminated */
+	const char *extension;
+	char *const argv[8];      /* NULL-terminated */
+} langs[] = { WARD_LANGS_ROWS };
+_Static_assert(ARRAY_SIZE(langs) == WARD_LANG_COUNT,
+	       "runners/languages.json and enum ward_lang disagree");
 
 WARD_EXPORT const char *ward_lang_name(enum ward_lang lang)
 {
-	return (size_t)lang < ARRAY_SIZE(lang_names) ? lang_names[lang] : NULL;
+	return (size_t)lang < ARRAY_SIZE(langs) ? langs[lang].name : NULL;
+}
+
+WARD_EXPORT const char *ward_lang_extension(enum ward_lang lang)
+{
+	return (size_t)lang < ARRAY_SIZE(langs) ? langs[lang].extension : NULL;
+}
+
+char *const *ward_lang_kernel_argv(enum ward_lang lang)
+{
+	return (size_t)lang < ARRAY_SIZE(langs) ? langs[lang].argv : NULL;
 }
 
 WARD_EXPORT int ward_lang_from_name(const char *name)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(lang_names); i++)
-		if (strcmp(name, lang_names[i]) == 0)
+	for (size_t i = 0; name && i < ARRAY_SIZE(langs); i++) {
+		if (strcmp(name, langs[i].name) == 0)
 			return (int)i;
+		for (const char *const *a = langs[i].aliases; *a; a++)
+			if (strcmp(name, *a) == 0)
+				return (int)i;
+	}
 	return -1;
 }
 
@@ -366,19 +391,9 @@ static char *const *kernel_argv(const struct ward_kernel_options *o)
 				       RUNNERS_INSIDE "/session/agent.py", NULL };
 	if (o->session)
 		return agent;
-	enum ward_lang lang = o->lang;
-	static char *const python[] = { "/usr/bin/python3", "-I", "-u",
-					RUNNERS_INSIDE "/python/kernel.py", NULL };
-	/* node cannot dup fds itself: a shell wrapper gives it a protocol fd */
-	static char *const node[] = { "/bin/sh", RUNNERS_INSIDE "/node/kernel.sh", NULL };
-	static char *const bash[] = { "/usr/bin/python3", "-I", "-u",
-				      RUNNERS_INSIDE "/bash/kernel.py", NULL };
-	switch (lang) {
-	case WARD_LANG_PYTHON: return python;
-	case WARD_LANG_NODE: return node;
-	case WARD_LANG_BASH: return bash;
-	}
-	return NULL;
+	/* node cannot dup fds itself: its registry entry is a shell wrapper
+	 * that gives it a protocol fd */
+	return ward_lang_kernel_argv(o->lang);
 }
 
 static void kernel_free(struct ward_kernel *k)

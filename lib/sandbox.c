@@ -29,26 +29,97 @@
  * moves fds before it places them. */
 enum { REPORT_FD = 3, PARK_FD = 128 };
 
-typedef int (*ward_layer_fn)(struct ward_plan *, struct ward_error *);
-
-/* In the init (PID 1), after the parent wrote the id maps and attached the
- * cgroup. Order matters; each line says why it sits where it does. */
-static const ward_layer_fn init_layers[] = {
-	ward_cgroupns_apply,      /* after the parent attached the cgroups: they become its root */
-	ward_mounts_open_sources, /* host creds still: open binds before any shadowing */
-	ward_userns_enter,        /* become the namespace's root: files we create need a mapped owner */
-	ward_mounts_apply,        /* proc needs the old root still visible: mounted before the pivot */
-	ward_uts_apply,           /* hostname */
-	ward_net_apply,           /* lo up: loopback sockets work, nothing else exists */
+/* The pipeline, in order. The parent runs the prepare steps top to bottom
+ * before clone; the init applies the INIT rows after the parent wrote the id
+ * maps and attached the cgroup; the program applies the PROGRAM rows between
+ * vfork and execve. Each row says why it sits where it does. */
+const struct ward_layer_desc ward_layers[] = {
+	/* given by clone: the init is PID 1 of a fresh pid namespace */
+	{ WARD_LAYER_PID, WARD_STAGE_INIT, NULL, NULL, false },
+	/* given by clone: no shared System V IPC or POSIX queues */
+	{ WARD_LAYER_IPC, WARD_STAGE_INIT, NULL, NULL, false },
+	/* given by clone; the supervisor marks it degraded when it had to
+	 * clone without (no CONFIG_TIME_NS) and the policy allows that */
+	{ WARD_LAYER_TIME, WARD_STAGE_INIT, NULL, NULL, true },
+	/* made by the supervisor before clone; marked degraded there when no
+	 * cgroup could be made (rlimits stand in) */
+	{ WARD_LAYER_CGROUP, WARD_STAGE_INIT, NULL, NULL, true },
+	/* after the parent attached the cgroups: they become the namespace's root */
+	{ WARD_LAYER_CGROUPNS, WARD_STAGE_INIT, NULL, ward_cgroupns_apply, true },
+	/* host creds still: open the bind sources before anything can shadow them */
+	{ -1, WARD_STAGE_INIT, NULL, ward_mounts_open_sources, false },
+	/* prepared first (mounts use the inside uid); entered after the binds
+	 * are open: files created from here on need a mapped owner */
+	{ WARD_LAYER_USERNS, WARD_STAGE_INIT, ward_userns_prepare, ward_userns_enter, false },
+	/* the image's part of the mount list: /usr, merged-usr links, /etc */
+	{ -1, WARD_STAGE_INIT, ward_image_host_prepare, NULL, false },
+	/* /dev, /proc, /workspace, /tmp, binds; proc needs the old root still
+	 * visible, so it is mounted before the pivot */
+	{ WARD_LAYER_MOUNT, WARD_STAGE_INIT, ward_mounts_prepare, ward_mounts_apply, false },
+	/* the hostname */
+	{ WARD_LAYER_UTS, WARD_STAGE_INIT, NULL, ward_uts_apply, false },
+	/* lo up: loopback sockets work, nothing else exists */
+	{ WARD_LAYER_NET, WARD_STAGE_INIT, NULL, ward_net_apply, false },
+	/* the program: stdio in place, every other fd close-on-exec */
+	{ WARD_LAYER_ENV, WARD_STAGE_PROGRAM, ward_env_prepare, ward_env_apply, false },
+	/* raising a limit needs privilege: before it is dropped */
+	{ WARD_LAYER_RLIMITS, WARD_STAGE_PROGRAM, ward_rlimits_prepare, ward_rlimits_apply, false },
+	/* setsid, caps, securebits, uid, no_new_privs */
+	{ WARD_LAYER_PRIVILEGES, WARD_STAGE_PROGRAM, NULL, ward_privileges_apply, false },
+	/* needs no_new_privs; its rules derive from the mount list (prepared
+	 * above) and name sandbox paths, which exist now */
+	{ WARD_LAYER_LANDLOCK, WARD_STAGE_PROGRAM, ward_landlock_prepare, ward_landlock_apply, true },
+	/* last: after it only the allowlist remains, and the check below runs
+	 * under it */
+	{ WARD_LAYER_SECCOMP, WARD_STAGE_PROGRAM, ward_seccomp_prepare, ward_seccomp_apply_plan, false },
+	/* verify after applying: no new user namespace, no caps, filter on */
+	{ -1, WARD_STAGE_PROGRAM, NULL, ward_verify_apply, false },
 };
+const size_t ward_n_layers = ARRAY_SIZE(ward_layers);
 
-/* In the program, between vfork and execve. */
-static const ward_layer_fn program_layers[] = {
-	ward_env_apply,           /* stdio in place, every other fd close-on-exec */
-	ward_rlimits_apply,       /* raising needs privilege: before it is dropped */
-	ward_privileges_apply,    /* setsid, caps, securebits, uid, no_new_privs */
-	ward_landlock_apply,      /* needs no_new_privs; paths are sandbox paths now */
-};
+const struct ward_layer_desc *ward_layer_find(int id)
+{
+	for (size_t i = 0; i < ward_n_layers; i++)
+		if (ward_layers[i].id == id)
+			return &ward_layers[i];
+	return NULL;
+}
+
+int ward_layers_prepare(const struct ward_layer_desc *rows, size_t n,
+			struct ward_plan *plan, struct ward_error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r = rows[i].prepare ? rows[i].prepare(plan, err) : 0;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Child-safe: the only place the applied and degraded bits are set. */
+int ward_layers_apply(const struct ward_layer_desc *rows, size_t n, enum ward_stage stage,
+		      struct ward_plan *plan, struct ward_error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct ward_layer_desc *l = &rows[i];
+		uint32_t bit = l->id >= 0 ? 1u << l->id : 0;
+		if (l->stage != stage || (plan->degraded & bit))
+			continue;
+		if (l->apply && l->apply(plan, err) < 0) {
+			if (l->degradable && (plan->allow_degrade & bit)) {
+				plan->degraded |= bit;
+				ward_error_clear(err);
+				continue;
+			}
+			const char *name = l->id >= 0 ? ward_layer_name((enum ward_layer)l->id) : NULL;
+			if (!err->layer[0] && name)
+				ward_strlcpy(err->layer, name, sizeof(err->layer));
+			return -(err->code ? err->code : EINVAL);
+		}
+		plan->layers |= bit;
+	}
+	return 0;
+}
 
 /* Resolves argv[0] through PATH like execvp, without allocating. */
 static int exec_program(struct ward_plan *plan)
@@ -81,15 +152,7 @@ static int exec_program(struct ward_plan *plan)
 static __attribute__((noreturn)) void program_main(struct ward_plan *plan,
 						   struct ward_report *rep)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(program_layers); i++)
-		if (program_layers[i](plan, &rep->err) < 0)
-			goto fail;
-	/* seccomp last: after it, only the allowlist remains, and the checks
-	 * that follow run under it */
-	if (ward_seccomp_apply(&plan->seccomp, &rep->err) < 0)
-		goto fail;
-	plan->layers |= 1u << WARD_LAYER_SECCOMP;
-	if (ward_verify_apply(plan, &rep->err) < 0)
+	if (ward_layers_apply(ward_layers, ward_n_layers, WARD_STAGE_PROGRAM, plan, &rep->err) < 0)
 		goto fail;
 	rep->layers = plan->layers;
 	rep->degraded = plan->degraded;
@@ -258,14 +321,13 @@ void ward_child_main(struct ward_plan *plan, int sync_fd, int report_in)
 	 * must not depend on a variable it could clobber). */
 	if (adopt_fds(plan, report_in, &sync_fd) != REPORT_FD)
 		_exit(125);
-	rep.layers = plan->layers | (1u << WARD_LAYER_PID) | (1u << WARD_LAYER_IPC);
-	if (!(plan->degraded & (1u << WARD_LAYER_TIME)))
-		rep.layers |= 1u << WARD_LAYER_TIME;
-	plan->layers = rep.layers;
-
-	for (size_t i = 0; i < ARRAY_SIZE(init_layers); i++)
-		if (init_layers[i](plan, &rep.err) < 0)
-			report_and_exit(REPORT_FD, &rep);
+	if (ward_layers_apply(ward_layers, ward_n_layers, WARD_STAGE_INIT, plan, &rep.err) < 0) {
+		rep.layers = plan->layers;
+		rep.degraded = plan->degraded;
+		report_and_exit(REPORT_FD, &rep);
+	}
+	rep.layers = plan->layers;
+	rep.degraded = plan->degraded;
 	rearm_deathsig(sync_fd);
 
 	/* Non-dumpable: the program cannot open /proc/1/{mem,exe,root} of

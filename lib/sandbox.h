@@ -4,7 +4,7 @@
  * content, rlimit, landlock rule and the compiled seccomp program are decided
  * and allocated here, before clone. The child only applies the plan, with raw
  * syscalls: no malloc, no stdio, no locale. A layer is a file in lib/layers/
- * plus one line in the table in lib/sandbox.c.
+ * plus one row in the table in lib/sandbox.c (struct ward_layer_desc).
  */
 #ifndef WARD_SANDBOX_H
 #define WARD_SANDBOX_H
@@ -61,8 +61,20 @@ struct ward_rlimit {
 	struct rlimit value;
 };
 
+/* What a policy alone decides, shared read-only by every plan of that
+ * policy (see ward_plan_cache_get in ward/sandbox.h). */
+struct ward_policy_plan {
+	unsigned char digest[WARD_POLICY_DIGEST_LEN];
+	struct ward_policy policy;     /* own deep copy */
+	struct sock_fprog seccomp;     /* owned; plans borrow it */
+	int refs;                      /* atomic; the cache holds one */
+	uint64_t used;                 /* the cache's LRU tick (under its mutex) */
+};
+
 struct ward_plan {
 	const struct ward_policy *policy;
+	const struct ward_policy_plan *base; /* held by the sandbox, outlives the plan */
+	bool seccomp_borrowed;         /* seccomp points into base: not freed here */
 
 	/* identity */
 	bool rootless;
@@ -109,8 +121,9 @@ struct ward_plan {
 	uint32_t degraded;
 };
 
-/* Parent: builds a plan for policy and argv; files go into /workspace. */
-int ward_plan_build(struct ward_plan *plan, const struct ward_policy *policy,
+/* Parent: builds a plan for argv from the policy's cached part (base, which
+ * the caller keeps alive for the plan's lifetime); files go into /workspace. */
+int ward_plan_build(struct ward_plan *plan, const struct ward_policy_plan *base,
 		    char *const argv[], const struct ward_sandbox_options *opts,
 		    struct ward_error *err);
 void ward_plan_release(struct ward_plan *plan);
@@ -120,6 +133,47 @@ void ward_plan_release(struct ward_plan *plan);
 const char *ward_plan_strdup(struct ward_plan *plan, const char *s, size_t len);
 int ward_plan_add_mount(struct ward_plan *plan, const struct ward_mount_op *op,
 			struct ward_error *err);
+
+/* --- the layer descriptor: one row per step of the pipeline ---
+ *
+ * lib/sandbox.c holds the one ordered table (ward_layers[]). The pipeline,
+ * not the layer, keeps the verdict's bits: a row whose apply succeeds (or
+ * that has none: clone gave it) sets the applied bit of its id; a row whose
+ * apply fails is reported as degraded when it is degradable and the policy
+ * allows it (allow_degraded), and otherwise stops the run with an error that
+ * names the layer. A layer function only applies, or fails with err set. */
+typedef int (*ward_layer_fn)(struct ward_plan *, struct ward_error *);
+
+enum ward_stage {
+	WARD_STAGE_INIT,     /* in the sandbox's init (PID 1), before the program exists */
+	WARD_STAGE_PROGRAM,  /* in the program, between vfork and execve */
+};
+
+struct ward_layer_desc {
+	int id;                /* enum ward_layer whose bits this row keeps; -1: a step
+				* of a layer whose bit another row sets */
+	enum ward_stage stage;
+	ward_layer_fn prepare; /* parent, before clone, in table order; may allocate.
+				* A failure always stops the build. NULL: none */
+	ward_layer_fn apply;   /* child-safe: plan data and raw syscalls. NULL: the
+				* layer was given by clone or by the supervisor */
+	bool degradable;       /* a failed apply may degrade (policy.allow_degrade) */
+};
+
+extern const struct ward_layer_desc ward_layers[];
+extern const size_t ward_n_layers;
+
+/* The row of layer id in ward_layers (its first row), or NULL. */
+const struct ward_layer_desc *ward_layer_find(int id);
+/* Parent: runs every row's prepare in table order. 0 or -errno (err set). */
+int ward_layers_prepare(const struct ward_layer_desc *rows, size_t n,
+			struct ward_plan *plan, struct ward_error *err);
+/* Child-safe: applies the rows of one stage in order, keeping plan->layers
+ * and plan->degraded (rows already marked degraded, e.g. by the supervisor,
+ * are skipped). Returns 0, or the failing row's -errno with err naming the
+ * layer. */
+int ward_layers_apply(const struct ward_layer_desc *rows, size_t n, enum ward_stage stage,
+		      struct ward_plan *plan, struct ward_error *err);
 
 /* --- layers: parent-side preparation (may allocate) --- */
 int ward_userns_prepare(struct ward_plan *plan, struct ward_error *err);
@@ -164,6 +218,9 @@ int ward_seccomp_apply(const struct sock_fprog *prog, struct ward_error *err);
 /* After seccomp: checks that the layers hold (a new user namespace is
  * impossible, no capabilities, no_new_privs set). */
 int ward_verify_apply(struct ward_plan *plan, struct ward_error *err);
+/* The seccomp layer in the descriptor's shape: the plan's filter. */
+int ward_seccomp_prepare(struct ward_plan *plan, struct ward_error *err);
+int ward_seccomp_apply_plan(struct ward_plan *plan, struct ward_error *err);
 
 /* Probes the running kernel's landlock ABI: >0 version, 0 unavailable. */
 int ward_landlock_abi(void);

@@ -13,7 +13,6 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -37,6 +36,8 @@
 
 struct ward_sandbox {
 	struct ward_plan plan;
+	struct ward_policy_plan *pp; /* a reference: the plan points into it */
+	bool claimed;           /* at most once: the init waits for it */
 	struct ward_cgroup cg;
 	bool have_cg;
 	int sync[2], report[2], out[2], err[2], in[2];
@@ -66,22 +67,12 @@ static int cap_last(void)
 {
 	static int cached = -1;
 	if (cached < 0) {
-		_cleanup_free_ char *buf = NULL;
+		char buf[32];
 		cached = 40;
-		if (ward_read_file("/proc/sys/kernel/cap_last_cap", 64, &buf, NULL) == 0)
+		if (ward_proc_read(WARD_PROC_ROOT, "sys/kernel/cap_last_cap", buf, sizeof(buf)) > 0)
 			cached = (int)strtol(buf, NULL, 10);
 	}
 	return cached;
-}
-
-static void make_id(char *buf, size_t len)
-{
-	unsigned char raw[8];
-	static bool sodium_ready;
-	if (!sodium_ready)
-		sodium_ready = sodium_init() >= 0;
-	randombytes_buf(raw, sizeof(raw));
-	sodium_bin2hex(buf, len, raw, sizeof(raw));
 }
 
 /* Cgroup, or its fallback: without one, rlimits stand in and the verdict
@@ -105,8 +96,7 @@ static int setup_cgroup(struct ward_sandbox *r, const char *id, struct ward_erro
 		ward_error_set(&cerr, ENOTSUP, "cgroup", "no usable cgroup hierarchy");
 	}
 	if (rc == 0) {
-		r->have_cg = true;
-		r->plan.layers |= 1u << WARD_LAYER_CGROUP;
+		r->have_cg = true; /* the pipeline marks the layer applied */
 		return 0;
 	}
 	if (p->require_cgroup) {
@@ -191,10 +181,7 @@ static int start_child(struct ward_sandbox *r, struct ward_error *err)
 	int rc = ward_userns_write_maps(&r->plan, r->pid, err);
 	if (rc == 0 && r->have_cg && !self_attach)
 		rc = ward_cgroup_attach(&r->cg, r->pid, cgfd >= 0, err);
-	/* The write end stays open until the run ends: the init watches it to
-	 * learn whether its supervisor is still alive. */
-	if (rc == 0 && ward_write_all(r->sync[1], "g", 1) < 0)
-		rc = ward_error_set(err, EPIPE, "pid", "the sandbox's init died during setup");
+	/* The init now waits for "g" on the sync pipe: ward_sandbox_claim. */
 	return rc;
 }
 
@@ -271,7 +258,7 @@ static void fill_limits(struct ward_sandbox *r, struct ward_verdict *v)
 
 static int fill_verdict(struct ward_sandbox *r, struct ward_verdict *v, struct ward_error *err)
 {
-	v->layers = r->rep.layers | (r->plan.layers & (1u << WARD_LAYER_CGROUP));
+	v->layers = r->rep.layers;
 	v->degraded = r->rep.degraded | r->plan.degraded;
 	v->layers &= ~v->degraded;
 	/* the program's own figures when it reported them, else what was
@@ -337,14 +324,16 @@ static void run_release(struct ward_sandbox *r)
 	if (r->have_cg)
 		ward_cgroup_destroy(&r->cg, NULL);
 	ward_plan_release(&r->plan);
+	ward_policy_plan_unref(r->pp);
+	r->pp = NULL;
 }
 
 
 /* ---- the public lifecycle ---- */
 
-WARD_EXPORT int ward_sandbox_start(const struct ward_policy *policy, char *const argv[],
-				   const struct ward_sandbox_options *opts,
-				   struct ward_sandbox **out, struct ward_error *err)
+WARD_EXPORT int ward_sandbox_prepare(const struct ward_policy *policy, char *const argv[],
+				     const struct ward_sandbox_options *opts,
+				     struct ward_sandbox **out, struct ward_error *err)
 {
 	struct ward_sandbox *r = calloc(1, sizeof(*r));
 	*out = NULL;
@@ -356,11 +345,15 @@ WARD_EXPORT int ward_sandbox_start(const struct ward_policy *policy, char *const
 	r->pidfd = -1;
 	r->root_fd = -1;
 	r->cg.unified_fd = -1;
-	r->start_ns = ward_now_ns();
-	r->deadline_ns = r->start_ns + policy->timeout_ms * 1000000ull;
-	make_id(r->id, sizeof(r->id));
+	r->start_ns = ward_now_ns(); /* again at the claim */
+	ward_id_new(r->id, sizeof(r->id), NULL, 8);
 
-	int rc = ward_plan_build(&r->plan, policy, argv, opts, err);
+	struct ward_plan_cache *cache = ward_plan_cache_default();
+	r->pp = cache ? ward_plan_cache_get(cache, policy, err) : NULL;
+	int rc = r->pp ? 0 : (cache ? -(err->code ? err->code : ENOMEM)
+				    : ward_error_set(err, ENOMEM, "plan", "out of memory"));
+	if (rc == 0)
+		rc = ward_plan_build(&r->plan, r->pp, argv, opts, err);
 	if (rc == 0) {
 		r->plan.cap_last = cap_last();
 		rc = setup_cgroup(r, r->id, err);
@@ -374,9 +367,46 @@ WARD_EXPORT int ward_sandbox_start(const struct ward_policy *policy, char *const
 		free(r);
 		return rc;
 	}
-	r->poll_cpu = r->have_cg && policy->cpu_time_ms;
+	r->poll_cpu = r->have_cg && r->plan.policy->cpu_time_ms;
 	*out = r;
 	return 0;
+}
+
+WARD_EXPORT int ward_sandbox_claim(struct ward_sandbox *r, struct ward_error *err)
+{
+	if (r->claimed)
+		return -EALREADY;
+	r->claimed = true;
+	/* The clocks run from the claim: a prepared sandbox may wait. */
+	r->start_ns = ward_now_ns();
+	r->deadline_ns = r->start_ns + r->plan.policy->timeout_ms * 1000000ull;
+	/* The write end stays open until the run ends: the init watches it to
+	 * learn whether its supervisor is still alive. */
+	if (ward_write_all(r->sync[1], "g", 1) < 0)
+		return ward_error_set(err, EPIPE, "pid", "the sandbox's init died during setup");
+	return 0;
+}
+
+WARD_EXPORT bool ward_sandbox_claimed(const struct ward_sandbox *sb) { return sb->claimed; }
+
+WARD_EXPORT void ward_sandbox_discard(struct ward_sandbox *sb)
+{
+	if (!sb)
+		return;
+	run_release(sb);
+	free(sb);
+}
+
+WARD_EXPORT int ward_sandbox_start(const struct ward_policy *policy, char *const argv[],
+				   const struct ward_sandbox_options *opts,
+				   struct ward_sandbox **out, struct ward_error *err)
+{
+	int rc = ward_sandbox_prepare(policy, argv, opts, out, err);
+	if (rc == 0 && (rc = ward_sandbox_claim(*out, err)) < 0) {
+		ward_sandbox_discard(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 WARD_EXPORT const char *ward_sandbox_id(const struct ward_sandbox *sb) { return sb->id; }
@@ -502,7 +532,7 @@ enum { CPU_POLL_MS = 50 };
 
 WARD_EXPORT int ward_sandbox_check(struct ward_sandbox *sb)
 {
-	if (sb->exited || sb->killed_for)
+	if (sb->exited || sb->killed_for || !sb->claimed)
 		return -1;
 	uint64_t now = ward_now_ns();
 	if (now >= sb->deadline_ns) {
@@ -597,6 +627,8 @@ WARD_EXPORT int ward_sandbox_finish(struct ward_sandbox *sb, struct ward_verdict
 				    struct ward_error *err)
 {
 	ward_sandbox_close_stdin(sb);
+	if (!sb->claimed) /* never released: nothing ran, nothing to wait for */
+		ward_sandbox_kill(sb, WARD_KILL_CANCEL);
 	while (!ward_sandbox_exited(sb)) {
 		struct pollfd pfd = { .fd = sb->pidfd, .events = POLLIN };
 		poll(&pfd, 1, ward_sandbox_check(sb));

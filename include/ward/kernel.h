@@ -28,11 +28,17 @@ enum ward_lang {
 	WARD_LANG_PYTHON,
 	WARD_LANG_NODE,
 	WARD_LANG_BASH,
+	WARD_LANG_COUNT,
 };
 
-/* "python", "node", "bash" and back; -1 when unknown. */
+/* The languages come from one registry, runners/languages.json, which the
+ * session agent reads too; its order is this enum's (checked at build).
+ * "python", "node", "bash" and back (a name or an alias); -1 when
+ * unknown. ward_lang_extension gives ".py", ".js", ".sh"; NULL out of
+ * range. Child-safe (static tables). */
 const char *ward_lang_name(enum ward_lang lang);
 int ward_lang_from_name(const char *name);
+const char *ward_lang_extension(enum ward_lang lang);
 
 struct ward_kernel;
 

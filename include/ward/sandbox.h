@@ -50,9 +50,81 @@ enum ward_kill_reason {
 	WARD_KILL_OUTPUT,       /* the output cap of a kernel's protocol channel */
 };
 
-/* Builds and starts a sandbox running argv. On success *out owns every
- * resource until ward_sandbox_finish. On failure nothing is left and err
- * names the layer. */
+/* ---- plans, cached per policy digest ----
+ *
+ * What a policy alone decides (today: the policy's own deep copy, the
+ * seccomp program, the probed landlock ABI and capability count) is built
+ * once per policy and shared, read-only, by every sandbox of that policy.
+ * A cache is keyed by the policy digest: BLAKE2b-256 over the policy's
+ * canonical JSON (ward_policy_to_json); a hit is also checked with
+ * ward_policy_equal, so nothing the JSON leaves out can alias two policies.
+ * Thread-safe: every function below may be called from any thread at once
+ * (one mutex per cache, atomic reference counts). Parent-only. */
+enum { WARD_POLICY_DIGEST_LEN = 32 };
+
+struct ward_plan_cache;
+struct ward_policy_plan;
+
+/* The digest of *p. 0, or -ENOMEM (err set). */
+int ward_policy_digest(const struct ward_policy *p,
+		       unsigned char out[WARD_POLICY_DIGEST_LEN], struct ward_error *err);
+
+/* A cache holding at most max_entries plans (0 means 32); the least recently
+ * used one is evicted past that. NULL on ENOMEM. */
+struct ward_plan_cache *ward_plan_cache_new(size_t max_entries);
+/* Drops the cache's references; plans still held by callers live on until
+ * their last ward_policy_plan_unref. NULL is a no-op. */
+void ward_plan_cache_free(struct ward_plan_cache *c);
+/* The process-wide cache that ward_sandbox_prepare uses (32 entries). */
+struct ward_plan_cache *ward_plan_cache_default(void);
+/* The plan of *policy: the cached one (same policy, same object) or one
+ * built now and cached. Returns a new reference, owned by the caller
+ * (ward_policy_plan_unref), or NULL with err set. The plan keeps its own
+ * copy of the policy: *policy may go away afterwards. */
+struct ward_policy_plan *ward_plan_cache_get(struct ward_plan_cache *c,
+					     const struct ward_policy *policy,
+					     struct ward_error *err);
+/* How many plans the cache holds, and how many lookups hit and missed. */
+void ward_plan_cache_stats(struct ward_plan_cache *c, size_t *entries,
+			   uint64_t *hits, uint64_t *misses);
+/* Drops a reference; the last one frees the plan. NULL is a no-op. */
+void ward_policy_plan_unref(struct ward_policy_plan *pp);
+const unsigned char *ward_policy_plan_digest(const struct ward_policy_plan *pp);
+/* The plan's own copy of the policy, valid as long as the reference. */
+const struct ward_policy *ward_policy_plan_policy(const struct ward_policy_plan *pp);
+
+/* ---- the lifecycle: prepare, claim, exchange, finish ----
+ *
+ * ward_sandbox_prepare does everything that does not need the request's
+ * turn: the plan (from the default cache), the cgroup, the pipes, the clone
+ * into every namespace, the id maps and the cgroup attachment. The sandbox's
+ * init then waits, before any layer is applied and before the program
+ * exists. ward_sandbox_claim releases it: the layers apply, the program
+ * starts, and the wall-time limit counts from the claim. A prepared sandbox
+ * can be claimed exactly once (a second claim is -EALREADY and changes
+ * nothing); one never claimed is ended with ward_sandbox_discard.
+ * In this version argv, files and limits are fixed at prepare time (the
+ * child is a copy of the plan made at clone): a pool keyed by (image,
+ * policy digest, language) prepares sandboxes that differ only in what the
+ * claim gives them. */
+
+/* Prepares a sandbox for argv. On success *out owns every resource until
+ * ward_sandbox_finish or ward_sandbox_discard. On failure nothing is left
+ * and err names the layer. */
+int ward_sandbox_prepare(const struct ward_policy *policy, char *const argv[],
+			 const struct ward_sandbox_options *opts, struct ward_sandbox **out,
+			 struct ward_error *err);
+/* Claims a prepared sandbox: its program starts. 0; -EALREADY if it was
+ * claimed before; another -errno (err set) when its init died meanwhile —
+ * then ward_sandbox_finish reports setup_failed as for any early death. */
+int ward_sandbox_claim(struct ward_sandbox *sb, struct ward_error *err);
+/* True once ward_sandbox_claim succeeded. */
+bool ward_sandbox_claimed(const struct ward_sandbox *sb);
+/* Kills and frees a sandbox without a verdict (claimed or not). */
+void ward_sandbox_discard(struct ward_sandbox *sb);
+
+/* Prepares and claims at once (the one-shot paths). On failure nothing is
+ * left and err names the layer. */
 int ward_sandbox_start(const struct ward_policy *policy, char *const argv[],
 		       const struct ward_sandbox_options *opts, struct ward_sandbox **out,
 		       struct ward_error *err);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -80,6 +81,29 @@ char *ward_json_dump(const struct json_t *j, size_t flags, size_t extra, size_t 
  * NULL) gets the offset of the bracket that went too deep. Closing
  * brackets never count below zero, so "]]]" cannot buy extra depth. */
 bool ward_json_too_deep(const char *buf, size_t len, int max, size_t *at);
+
+/* The one id generator: prefix (may be NULL) then 2 * nbytes lowercase hex
+ * digits of fresh randomness (getrandom), NUL-terminated, into buf of size
+ * bytes. nbytes is 1 to 32. 0, -ERANGE (does not fit) or -errno. The
+ * formats in use: sandbox ids (no prefix, 8 bytes), "ex_" and "se_"
+ * (8 bytes), API key ids (6 bytes); see docs/api.md. */
+int ward_id_new(char *buf, size_t size, const char *prefix, size_t nbytes);
+
+/* The one /proc reader. pid > 0 reads /proc/<pid>/<name>, WARD_PROC_SELF
+ * /proc/self/<name>, WARD_PROC_ROOT /proc/<name> (e.g. "sys/kernel/..."),
+ * into buf (size bytes, NUL-terminated). Returns the length, or -errno;
+ * -EFBIG when the file does not fit (never a silent truncation).
+ * Child-safe: no allocation, raw syscalls. */
+enum { WARD_PROC_SELF = 0, WARD_PROC_ROOT = -1 };
+ssize_t ward_proc_read(pid_t pid, const char *name, char *buf, size_t size);
+/* /proc/<pid>/stat: the state letter (field 3) and the start time in clock
+ * ticks after boot (field 22). 0 or -errno (-EINVAL: unparsable).
+ * Child-safe. */
+struct ward_proc_stat {
+	char state;
+	uint64_t starttime;
+};
+int ward_proc_stat(pid_t pid, struct ward_proc_stat *st);
 
 /* Monotonic clock in nanoseconds. Child-safe (vDSO). */
 uint64_t ward_now_ns(void);

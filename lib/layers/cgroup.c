@@ -540,23 +540,11 @@ int ward_cgroup_destroy(struct ward_cgroup *cg, struct ward_error *err)
  * ')'. Returns 0 or -errno. */
 static int read_starttime(pid_t pid, uint64_t *out)
 {
-	char path[64], buf[2048];
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	else
-		ward_strlcpy(path, "/proc/self", sizeof(path));
-	long n = ward_cg_read(path, "stat", buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
-	const char *p = strrchr(buf, ')');
-	for (int field = 2; p && field < 22; field++) {
-		p = strchr(p, ' ');
-		if (p)
-			p++;
-	}
-	if (!p)
-		return -EINVAL;
-	return parse_u64(&p, out);
+	struct ward_proc_stat st;
+	int r = ward_proc_stat(pid ? pid : WARD_PROC_SELF, &st);
+	if (r == 0)
+		*out = st.starttime;
+	return r;
 }
 
 /* The inode of our pid namespace: pids in a name mean something only there. */

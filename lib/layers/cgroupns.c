@@ -11,15 +11,11 @@
 
 int ward_cgroupns_apply(struct ward_plan *plan, struct ward_error *err)
 {
+	(void)plan; /* degradable: the pipeline (lib/sandbox.c) decides */
 	if (unshare(CLONE_NEWCGROUP) < 0) {
-		if (plan->allow_degrade & (1u << WARD_LAYER_CGROUPNS)) {
-			plan->degraded |= 1u << WARD_LAYER_CGROUPNS;
-			return 0;
-		}
 		ward_error_setv(err, errno, "cgroupns", "unable to create a cgroup namespace", NULL);
 		ward_error_hint(err, "CONFIG_CGROUPS with cgroup namespaces (Linux >= 4.6)");
 		return -err->code;
 	}
-	plan->layers |= 1u << WARD_LAYER_CGROUPNS;
 	return 0;
 }

@@ -47,7 +47,6 @@ int ward_env_apply(struct ward_plan *plan, struct ward_error *err)
 	if (chdir(plan->workdir) < 0)
 		return ward_error_setv(err, errno, "env", "unable to enter the working directory '",
 				       plan->workdir, "'", NULL);
-	plan->layers |= 1u << WARD_LAYER_ENV;
 	return 0;
 fail:
 	return ward_error_setv(err, errno, "env", "unable to set up file descriptors", NULL);

@@ -212,14 +212,11 @@ int ward_landlock_prepare(struct ward_plan *plan, struct ward_error *err)
 	return check_nesting(plan, err);
 }
 
-/* Landlock is missing: degrade if the policy allows it, else fail. */
-static int unavailable(struct ward_plan *plan, struct ward_error *err)
+/* Landlock is missing: the pipeline (lib/sandbox.c) degrades the layer if
+ * the policy allows it, else the run fails with this error. */
+static int unavailable(struct ward_error *err)
 {
 	int r;
-	if (plan->allow_degrade & (1u << WARD_LAYER_LANDLOCK)) {
-		plan->degraded |= 1u << WARD_LAYER_LANDLOCK;
-		return 0;
-	}
 	r = ward_error_setv(err, EOPNOTSUPP, LL_LAYER,
 			    "landlock is not available", NULL);
 	ward_error_hint(err, "enable CONFIG_SECURITY_LANDLOCK and add landlock "
@@ -283,7 +280,7 @@ int ward_landlock_apply(struct ward_plan *plan, struct ward_error *err)
 	int r;
 
 	if (abi <= 0)
-		return unavailable(plan, err);
+		return unavailable(err);
 
 	/* Handle every right the kernel knows: an unhandled right is an
 	 * allowed one. */
@@ -310,6 +307,5 @@ int ward_landlock_apply(struct ward_plan *plan, struct ward_error *err)
 		return ward_error_setv(err, errno, LL_LAYER,
 				       "unable to enforce the landlock ruleset",
 				       NULL);
-	plan->layers |= 1u << WARD_LAYER_LANDLOCK;
 	return 0;
 }

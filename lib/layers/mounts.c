@@ -499,6 +499,5 @@ int ward_mounts_apply(struct ward_plan *plan, struct ward_error *err)
 	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
 		  NULL) < 0)
 		return fail(err, "unable to make read-only", "/");
-	plan->layers |= 1u << WARD_LAYER_MOUNT;
 	return 0;
 }

@@ -12,6 +12,7 @@
 
 int ward_net_apply(struct ward_plan *plan, struct ward_error *err)
 {
+	(void)plan;
 	struct ifreq ifr;
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -24,7 +25,6 @@ int ward_net_apply(struct ward_plan *plan, struct ward_error *err)
 	if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
 		goto fail;
 	close(fd);
-	plan->layers |= 1u << WARD_LAYER_NET;
 	return 0;
 fail:
 	ward_error_setv(err, errno, "net", "unable to bring up 'lo'", NULL);

@@ -49,6 +49,5 @@ int ward_privileges_apply(struct ward_plan *plan, struct ward_error *err)
 		return fail(err, "unable to empty the capability sets");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return fail(err, "unable to set no_new_privs");
-	plan->layers |= 1u << WARD_LAYER_PRIVILEGES;
 	return 0;
 }

@@ -46,6 +46,5 @@ int ward_rlimits_apply(struct ward_plan *plan, struct ward_error *err)
 		if (prlimit(0, (enum __rlimit_resource)r->resource, &r->value, NULL) < 0)
 			return ward_error_setv(err, errno, "rlimits", "unable to set a limit", NULL);
 	}
-	plan->layers |= 1u << WARD_LAYER_RLIMITS;
 	return 0;
 }

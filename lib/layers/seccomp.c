@@ -76,3 +76,21 @@ int ward_seccomp_apply(const struct sock_fprog *prog, struct ward_error *err)
 		ward_error_hint(err, "the kernel needs CONFIG_SECCOMP_FILTER");
 	return -e;
 }
+
+/* The program is the policy's: a plan built from a cached policy plan
+ * borrows its copy. */
+int ward_seccomp_prepare(struct ward_plan *plan, struct ward_error *err)
+{
+	if (plan->base && plan->base->seccomp.filter) {
+		plan->seccomp = plan->base->seccomp;
+		plan->seccomp_borrowed = true;
+		return 0;
+	}
+	return ward_seccomp_build(plan->policy, &plan->seccomp, err);
+}
+
+/* Child-safe. */
+int ward_seccomp_apply_plan(struct ward_plan *plan, struct ward_error *err)
+{
+	return ward_seccomp_apply(&plan->seccomp, err);
+}

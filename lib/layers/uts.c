@@ -14,6 +14,5 @@ int ward_uts_apply(struct ward_plan *plan, struct ward_error *err)
 				       plan->hostname, "'", NULL);
 	if (setdomainname("", 0) < 0)
 		return ward_error_setv(err, errno, "uts", "unable to clear the domain name", NULL);
-	plan->layers |= 1u << WARD_LAYER_UTS;
 	return 0;
 }

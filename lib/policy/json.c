@@ -440,34 +440,17 @@ static const struct key top_keys[] = {
  * brackets outside strings first keeps hostile nesting away from it. */
 static int check_depth(const struct ctx *c, const char *buf, size_t len)
 {
-	int depth = 0, line = 1, col = 0;
-	bool in_str = false, esc = false;
-	for (size_t i = 0; i < len; i++) {
-		char ch = buf[i];
-		col++;
-		if (ch == '\n') {
+	size_t at;
+	if (!ward_json_too_deep(buf, len, WP_MAX_DEPTH, &at))
+		return 0;
+	int line = 1, col = 0; /* the position is only for the message */
+	for (size_t i = 0; i <= at; i++, col++)
+		if (buf[i] == '\n') {
 			line++;
-			col = 0;
+			col = -1;
 		}
-		if (in_str) {
-			if (esc)
-				esc = false;
-			else if (ch == '\\')
-				esc = true;
-			else if (ch == '"')
-				in_str = false;
-		} else if (ch == '"') {
-			in_str = true;
-		} else if (ch == '[' || ch == '{') {
-			if (++depth > WP_MAX_DEPTH)
-				return ward_error_set(c->err, 0, NULL,
-						      "%s:%d:%d: nesting deeper than %d levels",
-						      c->source, line, col, WP_MAX_DEPTH);
-		} else if ((ch == ']' || ch == '}') && depth > 0) {
-			depth--;
-		}
-	}
-	return 0;
+	return ward_error_set(c->err, 0, NULL, "%s:%d:%d: nesting deeper than %d levels",
+			      c->source, line, col, WP_MAX_DEPTH);
 }
 
 static json_t *parse(const struct ctx *c, const char *buf, size_t len, int *r)

@@ -701,13 +701,11 @@ struct keys_add_ctx {
 static int keys_add_edit(struct ward_keystore *ks, void *p, struct ward_error *err)
 {
 	struct keys_add_ctx *c = p;
-	unsigned char raw[WARD_KEY_ID_LEN / 2];
 	/* 48 random bits: a clash is rare but possible, so draw again. */
 	for (int tries = 0;; tries++) {
 		if (tries == 16)
 			return ward_error_set(err, EEXIST, "keys", "unable to draw an unused key id");
-		randombytes_buf(raw, sizeof(raw));
-		sodium_bin2hex(c->e.info.id, sizeof(c->e.info.id), raw, sizeof(raw));
+		ward_id_new(c->e.info.id, sizeof(c->e.info.id), NULL, WARD_KEY_ID_LEN / 2);
 		if (!keys_find(ks, c->e.info.id))
 			break;
 	}

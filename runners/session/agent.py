@@ -52,9 +52,19 @@ EXIT_DRAIN = 0.2                     # seconds a command's pipes may stay open a
 MAX_COMMANDS = 64                    # background commands' records kept
 DEFAULT_OUTPUT_LIMIT = 1 << 20
 RUNNERS = os.environ.get("WARD_RUNNERS_DIR") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KERNELS = {"python": ([PYTHON, "-I", "-u"], "python/kernel.py"),   # (interpreter, script in RUNNERS)
-           "node": (["/bin/sh"], "node/kernel.sh"),
-           "bash": ([PYTHON, "-I", "-u"], "bash/kernel.py")}
+
+
+def load_languages(runners):
+    """The one language registry, runners/languages.json (the C side reads it at build
+    time): {name: kernel argv} and {alias: name}. "{runners}" is where the runners are."""
+    with open(os.path.join(runners, "languages.json"), encoding="utf-8") as f:
+        langs = json.load(f)["languages"]
+    kernels = {l["name"]: [runners + a[len("{runners}"):] if a.startswith("{runners}/") else a
+                           for a in l["argv"]] for l in langs}
+    return kernels, {a: l["name"] for l in langs for a in l["aliases"]}
+
+
+KERNELS, ALIASES = load_languages(RUNNERS)
 INTERRUPT_STATUS = {"cancel": "killed", "timeout": "timeout"}
 
 
@@ -323,11 +333,13 @@ class Agent:
     # -- executes
     def on_execute(self, rid, c):
         code, language, name = c.get("code"), c.get("language"), c.get("context", "default")
+        language = ALIASES.get(language, language) if isinstance(language, str) else language
         stop, timeout_ms = c.get("stop_on_error", True), c.get("timeout_ms") or 0
         if not isinstance(code, str) or not isinstance(language, str) or language not in KERNELS \
                 or not isinstance(name, str):
-            raise BadRequest("execute_request needs code (a string), language (python, node or bash) "
-                             "and context (a string, optional)")
+            names = list(KERNELS)
+            raise BadRequest("execute_request needs code (a string), language (%s) and context "
+                             "(a string, optional)" % " or ".join(filter(None, [", ".join(names[:-1]), names[-1]])))
         if not isinstance(stop, bool) or type(timeout_ms) is not int or timeout_ms < 0:
             raise BadRequest("execute_request: stop_on_error must be a boolean, timeout_ms an integer >= 0")
         if self.fg is not None:
@@ -350,8 +362,7 @@ class Agent:
             self.forward(ex)
 
     def start_context(self, language, name):
-        interpreter, script = KERNELS[language]
-        argv = interpreter + [os.path.join(RUNNERS, script)]
+        argv = KERNELS[language]
         proc, stdin, stdout, stderr = spawn(argv, None, self.cwd, with_stdin=True)
         ctx = self.contexts[(language, name)] = Context(language, name, proc, stdin, stdout, stderr)
         self.sel.register(stdout, selectors.EVENT_READ, lambda: self.on_kernel_stdout(ctx))

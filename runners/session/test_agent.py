@@ -291,6 +291,7 @@ class TestFakeKernel(unittest.TestCase):
         os.mkdir(os.path.join(runners, "python"))
         with open(os.path.join(runners, "python", "kernel.py"), "w") as f:
             f.write(FAKE_KERNEL)
+        shutil.copy(os.path.join(RUNNERS, "languages.json"), runners)
         a = AgentProcess(runners=runners)
         try:
             msgs = a.execute("code!")
@@ -301,6 +302,51 @@ class TestFakeKernel(unittest.TestCase):
             self.assertEqual(reply(msgs)["language"], "python")
         finally:
             self.assertEqual(a.close(), b"")
+            shutil.rmtree(runners)
+
+
+class TestRegistry(unittest.TestCase):
+    """The agent's languages are runners/languages.json's, as the C side's are
+    (tests/unit/t-languages.c checks that side against the same file)."""
+
+    def test_agent_reads_the_registry(self):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("ward_agent", AGENT)
+        agent = importlib.util.module_from_spec(spec)
+        old = os.environ.get("WARD_RUNNERS_DIR")
+        os.environ["WARD_RUNNERS_DIR"] = RUNNERS
+        try:
+            spec.loader.exec_module(agent)
+        finally:
+            if old is None:
+                del os.environ["WARD_RUNNERS_DIR"]
+            else:
+                os.environ["WARD_RUNNERS_DIR"] = old
+        with open(os.path.join(RUNNERS, "languages.json")) as f:
+            langs = json.load(f)["languages"]
+        self.assertEqual(list(agent.KERNELS), [l["name"] for l in langs])
+        for l in langs:
+            want = [a.replace("{runners}", RUNNERS, 1) for a in l["argv"]]
+            self.assertEqual(agent.KERNELS[l["name"]], want)
+            for a in l["aliases"]:
+                self.assertEqual(agent.ALIASES[a], l["name"])
+
+    def test_a_language_is_a_registry_row(self):
+        runners = tempfile.mkdtemp(prefix="ward-runners-")
+        os.mkdir(os.path.join(runners, "fake"))
+        with open(os.path.join(runners, "fake", "kernel.py"), "w") as f:
+            f.write(FAKE_KERNEL)
+        with open(os.path.join(runners, "languages.json"), "w") as f:
+            json.dump({"languages": [{"name": "fake", "aliases": ["fk"], "extension": ".fk",
+                                      "argv": [PYTHON, "-I", "-u", "{runners}/fake/kernel.py"]}]}, f)
+        a = AgentProcess(runners=runners)
+        try:
+            self.assertEqual(text(a.execute("code!", language="fk")), "not json\ncode!")
+            bad = of(a.execute("1", language="python"), "error")
+            self.assertEqual([e["ename"] for e in bad], ["ProtocolError"])
+            self.assertIn("language (fake)", bad[0]["evalue"])
+        finally:
+            a.close()
             shutil.rmtree(runners)
 
 

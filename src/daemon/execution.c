@@ -628,10 +628,7 @@ static struct execution *ex_new(struct srv *s, struct exec_request *r,
 		ex->reg[i] = -1;
 	ward_verdict_init(&ex->v);
 	exec_out_init(&ex->out, ex->req.policy.output_limit);
-	unsigned char raw[8];
-	randombytes_buf(raw, sizeof(raw));
-	memcpy(ex->id, "ex_", 3);
-	sodium_bin2hex(ex->id + 3, sizeof(ex->id) - 3, raw, sizeof(raw));
+	ward_id_new(ex->id, sizeof(ex->id), "ex_", 8);
 	char *pj = ward_policy_to_json(&ex->req.policy);
 	ward_audit_digest(pj ? pj : "", pj ? strlen(pj) : 0, ex->digest);
 	free(pj);

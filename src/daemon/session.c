@@ -762,10 +762,7 @@ static struct session *session_new(struct srv *s, const struct ward_key_info *ke
 	for (int i = 0; i < WARD_KERNEL_NFDS; i++)
 		se->reg[i] = -1;
 	se->contexts = json_object();
-	unsigned char raw[8];
-	randombytes_buf(raw, sizeof(raw));
-	memcpy(se->id, "se_", 3);
-	sodium_bin2hex(se->id + 3, sizeof(se->id) - 3, raw, sizeof(raw));
+	ward_id_new(se->id, sizeof(se->id), "se_", 8);
 	se->created = se->last_used = epoch_now();
 	return se;
 }
@@ -1185,20 +1182,8 @@ int session_route(struct srv *s, struct MHD_Connection *c, const struct ward_key
 
 static uint64_t proc_starttime(pid_t pid)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	for (int field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	return p ? strtoull(p + 1, NULL, 10) : 0;
+	struct ward_proc_stat st;
+	return ward_proc_stat(pid, &st) == 0 ? st.starttime : 0;
 }
 
 /* A sandbox's init whose supervisor died: killed when it still runs. It

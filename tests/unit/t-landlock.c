@@ -453,8 +453,9 @@ static int run_child(struct ward_plan *plan, const struct tree *t, bool apply,
 	if (pid == 0) {
 		close(fds[0]);
 		prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-		if (apply)
-			rep->apply = ward_landlock_apply(plan, &rep->err);
+		if (apply) /* through the pipeline, which keeps the bits */
+			rep->apply = ward_layers_apply(ward_layer_find(WARD_LAYER_LANDLOCK), 1,
+						       WARD_STAGE_PROGRAM, plan, &rep->err);
 		rep->layers = plan->layers;
 		rep->degraded = plan->degraded;
 		for (i = 0; t && rep->apply == 0 && i < ARRAY_SIZE(probes); i++)
@@ -679,14 +680,17 @@ static void test_unavailable(void)
 	if (!plan)
 		return;
 	plan->allow_degrade = LAYER_BIT;
-	is_int(ward_landlock_apply(plan, &err), 0, "abi 0: degrades when allowed");
+	const struct ward_layer_desc *row = ward_layer_find(WARD_LAYER_LANDLOCK);
+	is_int(ward_layers_apply(row, 1, WARD_STAGE_PROGRAM, plan, &err), 0,
+	       "abi 0: degrades when allowed");
 	is_int(plan->degraded, LAYER_BIT, "abi 0: marked degraded");
 	is_int(plan->layers, 0, "abi 0: not marked applied");
 
 	memset(plan, 0, sizeof(*plan));
 	plan->allow_degrade = ~LAYER_BIT;
 	ward_error_clear(&err);
-	is_int(ward_landlock_apply(plan, &err), -EOPNOTSUPP, "abi 0: fails when not allowed");
+	is_int(ward_layers_apply(row, 1, WARD_STAGE_PROGRAM, plan, &err), -EOPNOTSUPP,
+	       "abi 0: fails when not allowed");
 	is_str(err.layer, "landlock", "abi 0: error names the layer");
 	is_str(err.message, "landlock is not available", "abi 0: error message");
 	has_str(err.hint, "lsm=", "abi 0: hint names the boot parameter");
