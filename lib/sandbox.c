@@ -96,6 +96,15 @@ int ward_layers_prepare(const struct ward_layer_desc *rows, size_t n,
 	return 0;
 }
 
+/* A layer may degrade only when the kernel lacks it (no syscall, no
+ * support, or a namespace type it was built without), never because the
+ * layer failed on something the host or the policy could fix: a landlock
+ * rule path that cannot be opened stops the run. */
+static bool feature_missing(int code)
+{
+	return code == ENOSYS || code == EOPNOTSUPP || code == EINVAL;
+}
+
 /* Child-safe: the only place the applied and degraded bits are set. */
 int ward_layers_apply(const struct ward_layer_desc *rows, size_t n, enum ward_stage stage,
 		      struct ward_plan *plan, struct ward_error *err)
@@ -106,7 +115,7 @@ int ward_layers_apply(const struct ward_layer_desc *rows, size_t n, enum ward_st
 		if (l->stage != stage || (plan->degraded & bit))
 			continue;
 		if (l->apply && l->apply(plan, err) < 0) {
-			if (l->degradable && (plan->allow_degrade & bit)) {
+			if (l->degradable && (plan->allow_degrade & bit) && feature_missing(err->code)) {
 				plan->degraded |= bit;
 				ward_error_clear(err);
 				continue;

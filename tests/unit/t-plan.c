@@ -39,15 +39,26 @@ static int step_fail(struct ward_plan *plan, struct ward_error *err)
 	return ward_error_setv(err, EPERM, "", "unable to do it", NULL);
 }
 
+/* Fails like a layer the kernel lacks. */
+static int step_missing(struct ward_plan *plan, struct ward_error *err)
+{
+	(void)plan;
+	calls++;
+	return ward_error_setv(err, EOPNOTSUPP, "", "not available", NULL);
+}
+
 #define BIT(l) (1u << (l))
 
 static void test_pipeline(void)
 {
 	const struct ward_layer_desc rows[] = {
 		{ WARD_LAYER_UTS, WARD_STAGE_PROGRAM, NULL, step_ok, false },
-		{ WARD_LAYER_LANDLOCK, WARD_STAGE_PROGRAM, NULL, step_fail, true },
+		{ WARD_LAYER_LANDLOCK, WARD_STAGE_PROGRAM, NULL, step_missing, true },
 		{ WARD_LAYER_ENV, WARD_STAGE_PROGRAM, NULL, step_ok, false },
 		{ WARD_LAYER_NET, WARD_STAGE_INIT, NULL, step_fail, false },
+	};
+	const struct ward_layer_desc broken[] = {
+		{ WARD_LAYER_LANDLOCK, WARD_STAGE_PROGRAM, NULL, step_fail, true },
 	};
 	struct ward_plan plan;
 	struct ward_error err;
@@ -69,12 +80,21 @@ static void test_pipeline(void)
 	memset(&plan, 0, sizeof(plan));
 	ward_error_clear(&err);
 	calls = 0;
-	is_int(ward_layers_apply(rows, ARRAY_SIZE(rows), WARD_STAGE_PROGRAM, &plan, &err), -EPERM,
+	is_int(ward_layers_apply(rows, ARRAY_SIZE(rows), WARD_STAGE_PROGRAM, &plan, &err), -EOPNOTSUPP,
 	       "degradable failure, not allowed: the stage fails");
 	is_str(err.layer, "landlock", "the error names the layer");
 	is_int(calls, 2, "nothing after the failed row ran");
 	is_int(plan.layers, BIT(WARD_LAYER_UTS), "only what applied is marked");
 	is_int(plan.degraded, 0, "nothing marked degraded");
+
+	/* allowed to degrade, but failing for another reason than a missing
+	 * kernel feature (a rule path it cannot open): fail closed */
+	memset(&plan, 0, sizeof(plan));
+	plan.allow_degrade = BIT(WARD_LAYER_LANDLOCK);
+	ward_error_clear(&err);
+	is_int(ward_layers_apply(broken, ARRAY_SIZE(broken), WARD_STAGE_PROGRAM, &plan, &err), -EPERM,
+	       "a degradable layer that fails for another reason stops the run");
+	is_int(plan.degraded, 0, "and is not marked degraded");
 
 	/* a layer that may not degrade stops the run even when the policy
 	 * lists it (the policy cannot make the boundary optional) */
