@@ -71,6 +71,12 @@ char **wp_lint_get(const struct ward_policy *p, const struct wp_lint *l, size_t 
 int wp_fail(struct ward_error *err, const char *where, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int wp_nomem(struct ward_error *err, const char *where);
+/* Records "<source>: <field>: <message>" and the field path in err->field. */
+int wp_fail_at(struct ward_error *err, const char *source, const char *field,
+	       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* For r < 0: sets err->field to field unless a deeper call already did.
+ * Returns r. */
+int wp_field(struct ward_error *err, int r, const char *field);
 
 /* --- values (parse.c) --- */
 int wp_parse_count(const char *s, uint64_t *out);
