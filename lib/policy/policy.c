@@ -76,26 +76,34 @@ const char *const wp_default_env[] = {
 	NULL,
 };
 
-#define LIMIT(key, kind, field, lo, hi, zero) \
-	{ key, kind, offsetof(struct ward_policy, field), lo, hi, zero }
+#define LIMIT(key, kind, field, lo, hi, zero, tight) \
+	{ key, kind, offsetof(struct ward_policy, field), lo, hi, zero, tight, NULL }
+#define LIMIT_WHY(key, kind, field, lo, hi, zero, tight, why) \
+	{ key, kind, offsetof(struct ward_policy, field), lo, hi, zero, tight, why }
 #define NO_LIMIT "no limit"
+#define SMALLER WP_TIGHT_SMALLER
+#define SMALLER_0_NONE WP_TIGHT_SMALLER_0_NONE
 
 /* Ranges: a floor below which programs cannot start at all, a ceiling that
- * catches unit mistakes ("512G" for "512M"). */
+ * catches unit mistakes ("512G" for "512M"). The last column is the order
+ * an override must keep (tighten.c). pids: below 2 not even ward-init and
+ * the program can both exist; the sandbox could only fail to start. */
 const struct wp_limit wp_limits[] = {
-	LIMIT("memory", WP_SIZE, memory, 4 * MiB, TiB, NULL),
-	LIMIT("pids", WP_COUNT, pids, 1, 65536, NULL),
-	LIMIT("timeout", WP_DURATION, timeout_ms, 1, 24 * HOUR_MS, NULL),
-	LIMIT("cpu_time", WP_DURATION, cpu_time_ms, 1, 24 * HOUR_MS, NO_LIMIT),
-	LIMIT("cpus", WP_CPUS, cpus_milli, 10, 1024 * 1000, NO_LIMIT),
-	LIMIT("workspace_size", WP_SIZE, workspace_size, MiB, TiB, NULL),
-	LIMIT("workspace_inodes", WP_COUNT, workspace_inodes, 64, 1u << 24, NULL),
-	LIMIT("tmp_size", WP_SIZE, tmp_size, MiB, TiB, NULL),
-	LIMIT("tmp_inodes", WP_COUNT, tmp_inodes, 64, 1u << 24, NULL),
-	LIMIT("nofile", WP_COUNT, nofile, 16, 1u << 20, NULL),
-	LIMIT("file_size", WP_SIZE, fsize, 1, TiB, "the workspace size"),
-	LIMIT("stack", WP_SIZE, stack, 128 * KiB, GiB, NULL),
-	LIMIT("output", WP_SIZE, output_limit, KiB, GiB, NULL),
+	LIMIT("memory", WP_SIZE, memory, 4 * MiB, TiB, NULL, SMALLER),
+	LIMIT_WHY("pids", WP_COUNT, pids, 2, 65536, NULL, SMALLER,
+		  "ward-init and the program are a process each"),
+	LIMIT("timeout", WP_DURATION, timeout_ms, 1, 24 * HOUR_MS, NULL, SMALLER),
+	LIMIT("cpu_time", WP_DURATION, cpu_time_ms, 1, 24 * HOUR_MS, NO_LIMIT, SMALLER_0_NONE),
+	LIMIT("cpus", WP_CPUS, cpus_milli, 10, 1024 * 1000, NO_LIMIT, SMALLER_0_NONE),
+	LIMIT("workspace_size", WP_SIZE, workspace_size, MiB, TiB, NULL, SMALLER),
+	LIMIT("workspace_inodes", WP_COUNT, workspace_inodes, 64, 1u << 24, NULL, SMALLER),
+	LIMIT("tmp_size", WP_SIZE, tmp_size, MiB, TiB, NULL, SMALLER),
+	LIMIT("tmp_inodes", WP_COUNT, tmp_inodes, 64, 1u << 24, NULL, SMALLER),
+	LIMIT("nofile", WP_COUNT, nofile, 16, 1u << 20, NULL, SMALLER),
+	LIMIT("file_size", WP_SIZE, fsize, 1, TiB, "the workspace size",
+	      WP_TIGHT_SMALLER_0_WORKSPACE),
+	LIMIT("stack", WP_SIZE, stack, 128 * KiB, GiB, NULL, SMALLER),
+	LIMIT("output", WP_SIZE, output_limit, KiB, GiB, NULL, SMALLER),
 };
 const size_t wp_n_limits = ARRAY_SIZE(wp_limits);
 
@@ -331,6 +339,9 @@ static int limit_range_error(const struct wp_limit *l, const char *got,
 	if (l->zero)
 		return wp_fail(err, where, "must be 0 (%s) or between %s and %s, got %s",
 			       l->zero, lo, hi, got);
+	if (l->why)
+		return wp_fail(err, where, "must be between %s and %s (%s), got %s", lo, hi,
+			       l->why, got);
 	return wp_fail(err, where, "must be between %s and %s, got %s", lo, hi, got);
 }
 
