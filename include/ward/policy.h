@@ -196,6 +196,13 @@ int ward_parse_size(const char *s, uint64_t *out);
  * seconds). 0 or -EINVAL/-ERANGE, as ward_parse_size. */
 int ward_parse_duration_ms(const char *s, uint64_t *out);
 
+/* The exact text of a size ("512M", "1536K", "4096") or a duration ("30s",
+ * "250ms", "2h"), as ward_parse_size and ward_parse_duration_ms read it
+ * back: what messages show instead of a raw number. buf of at least 32
+ * bytes; returns buf. */
+char *ward_format_size(uint64_t bytes, char *buf, size_t len);
+char *ward_format_duration_ms(uint64_t ms, char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

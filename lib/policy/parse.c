@@ -177,6 +177,16 @@ char *wp_format(enum wp_kind kind, uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
+WARD_EXPORT char *ward_format_size(uint64_t bytes, char *buf, size_t len)
+{
+	return wp_format(WP_SIZE, bytes, buf, len);
+}
+
+WARD_EXPORT char *ward_format_duration_ms(uint64_t ms, char *buf, size_t len)
+{
+	return wp_format(WP_DURATION, ms, buf, len);
+}
+
 const char *wp_expected(enum wp_kind kind)
 {
 	switch (kind) {
