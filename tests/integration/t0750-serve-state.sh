@@ -14,6 +14,14 @@ marker=$((RANDOM * 1000 + $$ % 1000 + 7000000))
 
 . "$(dirname "$0")/serve-lib.sh"
 
+# the operator's policy, which requests and sessions may only tighten (as
+# root, cgroups are there to be required)
+REQUIRED=false
+[ -n "$ROOT" ] && REQUIRED=true
+cat > "$D/policy.json" <<-EOF
+{"limits": {"cpus": 0.25, "nofile": 256, "memory": "512M"},
+ "env": {"PROXY": "http://10.0.0.1:3128"}, "cgroup": {"required": $REQUIRED}}
+EOF
 A=()
 if [ -z "${prereq_missing[SERVE]:-}" ]; then
 	A=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant acme --scopes sessions,execute --json | key_of)")
@@ -40,7 +48,8 @@ plant() {
 	printf '{"id": "se_planted0000000", "tenant": "acme", "key_id": "k0", "sandbox_id": "sb0", "init_pid": %s, "created": %s}\n' \
 		"$2" "$(date +%s.%N)" > "$1/sessions/se_planted0000000.json"
 }
-alive() { kill -0 "$1" 2>/dev/null; }
+# running, not a zombie waiting for a reaper
+alive() { [ -r "/proc/$1/status" ] && ! grep -q "^State:.*zombie" "/proc/$1/status"; }
 
 test_expect_success SERVE,ROOT 'a state directory owned by another user is refused, and nothing it names is killed' '
 	s=$(bystander $marker) &&
@@ -65,7 +74,7 @@ test_expect_success SERVE 'a state directory below a directory others can write 
 test_expect_success SERVE 'a session file naming an unrelated process never makes the daemon kill it' '
 	s=$(bystander $((marker + 1))) &&
 	plant "$STATE" "$s" &&
-	start_daemon &&
+	start_daemon --policy "$D/policy.json" &&
 	r=$(api GET /v1/sessions/se_planted0000000 "${A[@]}") &&
 	expect_eq "$(code "$r")" 200 && expect_contains "$(body "$r")" "\"lost\"" &&
 	alive "$s" && expect_eq "$(ls "$STATE/sessions" | wc -l)" 0
@@ -90,6 +99,51 @@ test_expect_success SERVE 'a second daemon on the same socket is refused; the se
 	r=$(api POST "/v1/sessions/$S/execute" "${A[@]}" -d "{\"code\": \"print(6 * 7)\"}") &&
 	expect_eq "$(code "$r")" 200 && expect_contains "$(body "$r")" 42 &&
 	pgrep -f "^sleep $((marker + 2))" > /dev/null
+'
+# refused PATH POLICY FIELD TEXT: the override is a 400 naming FIELD
+refused() {
+	local r
+	r=$(api POST "$1" "${A[@]}" -d "{\"command\": [\"true\"], \"policy\": $2}") &&
+	expect_eq "$(code "$r")" 400 && expect_eq "$(body "$r" | ward_json error.field)" "$3" &&
+	expect_contains "$(body "$r" | ward_json error.message)" "$4"
+}
+test_expect_success SERVE 'an execution'"'"'s policy may not loosen cpus, nofile, memory, the operator'"'"'s env or cgroup.required' '
+	refused /v1/executions "{\"limits\": {\"cpus\": 64}}" policy.limits.cpus "64 is looser than the operator'"'"'s 0.25" &&
+	refused /v1/executions "{\"limits\": {\"cpus\": 0}}" policy.limits.cpus "no limit is looser" &&
+	refused /v1/executions "{\"limits\": {\"nofile\": 4096}}" policy.limits.nofile "4096 is looser than the operator'"'"'s 256" &&
+	refused /v1/executions "{\"limits\": {\"memory\": \"1G\"}}" policy.limits.memory "1G is looser than the operator'"'"'s 512M" &&
+	refused /v1/executions "{\"env\": {\"PROXY\": null}}" policy.env.PROXY "may not be removed" &&
+	refused /v1/executions "{\"env\": {\"PROXY\": \"http://evil\"}}" policy.env.PROXY "may not be changed" &&
+	{ [ -z "$ROOT" ] || # rootless, cgroups may be missing: the operator cannot require them
+	  refused /v1/executions "{\"cgroup\": {\"required\": false}}" policy.cgroup.required "false is looser"; }
+'
+test_expect_success SERVE 'a session'"'"'s policy may not loosen them either' '
+	r=$(api POST /v1/sessions "${A[@]}" -d "{\"policy\": {\"limits\": {\"nofile\": 100000}}}") &&
+	expect_eq "$(code "$r")" 400 && expect_eq "$(body "$r" | ward_json error.field)" policy.limits.nofile &&
+	r=$(api POST /v1/sessions "${A[@]}" -d "{\"policy\": {\"env\": {\"PROXY\": \"x\"}}}") &&
+	expect_eq "$(code "$r")" 400 && expect_eq "$(body "$r" | ward_json error.field)" policy.env.PROXY
+'
+test_expect_success SERVE 'errors name the field: unknown fields list the known ones, a missing one says required' '
+	r=$(api POST /v1/executions "${A[@]}" -d "{\"colour\": 1}") &&
+	expect_eq "$(code "$r")" 400 && expect_eq "$(body "$r" | ward_json error.field)" colour &&
+	expect_contains "$(body "$r" | ward_json error.message)" "known fields: language, code, command, files, policy, timeout" &&
+	r=$(api POST /v1/executions "${A[@]}" -d "{\"language\": \"python\"}") &&
+	expect_eq "$(body "$r" | ward_json error.field)" code &&
+	expect_contains "$(body "$r" | ward_json error.message)" required &&
+	r=$(api POST /v1/executions "${A[@]}" -d "{\"policy\": {\"limits\": {\"pids\": 1}}, \"command\": [\"true\"]}") &&
+	expect_eq "$(body "$r" | ward_json error.field)" policy.limits.pids &&
+	expect_contains "$(body "$r" | ward_json error.message)" "ward-init and the program" &&
+	r=$(api POST /v1/executions "${A[@]}" -d "{\"policy\": {\"limit\": {}}, \"command\": [\"true\"]}") &&
+	expect_eq "$(body "$r" | ward_json error.field)" policy.limit &&
+	expect_contains "$(body "$r" | ward_json error.message)" "known fields: limits, mounts" &&
+	printf "{\"code\": \"a\\\\u0000b\", \"language\": \"python\"}" > nul.json &&
+	r=$(api POST /v1/executions "${A[@]}" --data-binary @nul.json) &&
+	expect_eq "$(code "$r")" 400 && expect_contains "$(body "$r")" "must not contain" &&
+	case $(body "$r") in *JSON_ALLOW_NUL*) exit 1 ;; esac
+'
+test_expect_success SERVE 'a tighter override is applied' '
+	r=$(api POST /v1/executions "${A[@]}" -d "{\"command\": [\"sh\", \"-c\", \"ulimit -n\"], \"policy\": {\"limits\": {\"nofile\": 128}, \"env\": {\"MINE\": \"1\"}}}") &&
+	expect_eq "$(code "$r")" 200 && expect_eq "$(body "$r" | ward_json stdout)" 128
 '
 stop_daemon
 
