@@ -199,7 +199,11 @@ static int load_file(struct srv_config *c, const char *path)
 	json_error_t je;
 	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
-		fprintf(stderr, "ward: error: %s:%d:%d: %s\n", path, je.line, je.column, je.text);
+		enum json_error_code jc = json_error_code(&je);
+		/* jansson's own text names its flag (JSON_ALLOW_NUL) here */
+		bool nul = jc == json_error_null_character || jc == json_error_null_byte_in_key;
+		fprintf(stderr, "ward: error: %s:%d:%d: %s\n", path, je.line, je.column,
+			nul ? "strings must not contain \\u0000" : je.text);
 		return -1;
 	}
 	int r = 0;
