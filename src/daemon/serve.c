@@ -336,8 +336,9 @@ static void begin_stop(struct srv *s)
 			      (json_int_t)s->cfg.grace_ms);
 	srv_audit(s, "daemon.stopping", f);
 	json_decref(f);
-	fprintf(stderr, "ward: serve: stopping (%u running, grace %llu ms)\n", s->running,
-		(unsigned long long)s->cfg.grace_ms);
+	char grace[32];
+	fprintf(stderr, "ward: serve: stopping (%u running, grace %s)\n", s->running,
+		ward_format_duration_ms(s->cfg.grace_ms, grace, sizeof(grace)));
 }
 
 static void on_signals(struct srv *s)
