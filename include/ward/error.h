@@ -18,6 +18,7 @@ enum {
 	WARD_ERROR_LAYER_MAX = 24,
 	WARD_ERROR_MSG_MAX = 384,
 	WARD_ERROR_HINT_MAX = 192,
+	WARD_ERROR_FIELD_MAX = 128,
 };
 
 struct ward_error {
@@ -25,6 +26,11 @@ struct ward_error {
 	char layer[WARD_ERROR_LAYER_MAX];  /* isolation layer or module, "" if none */
 	char message[WARD_ERROR_MSG_MAX];  /* lowercase, without the errno text */
 	char hint[WARD_ERROR_HINT_MAX];    /* how to fix it (sysctl, package, option), or "" */
+	/* The input field that is wrong, as a dotted path relative to its
+	 * document ("limits.memory", "env.PATH", "mounts[0].host"), or "".
+	 * Set where the field is known, so a caller that reports it (an HTTP
+	 * error's "field") never takes the message apart. */
+	char field[WARD_ERROR_FIELD_MAX];
 };
 
 /* Clears *err. Child-safe. */
@@ -43,6 +49,10 @@ int ward_error_setv(struct ward_error *err, int code, const char *layer, ...)
 
 /* Sets the hint. Child-safe. */
 void ward_error_hint(struct ward_error *err, const char *hint);
+
+/* Sets the field path (cut to fit). ward_error_set and ward_error_setv
+ * clear it. Child-safe. err may be NULL. */
+void ward_error_field(struct ward_error *err, const char *field);
 
 /* Formats "layer: message: strerror(code)" into buf (always terminated).
  * Returns buf. Parent-only. */

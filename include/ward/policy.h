@@ -150,6 +150,19 @@ int ward_policy_set(struct ward_policy *p, const char *field, const char *value,
  * (-ENOMEM never). */
 int ward_policy_validate(const struct ward_policy *p, struct ward_error *err);
 
+/* Checks that *p (an override applied on a copy of *base) is no looser
+ * than *base in any field: every limit as small or smaller ("no limit" is
+ * the loosest; a file size of 0 means the workspace size), mounts only the
+ * base's own (read-only where the base's is), the base's environment
+ * variables neither changed nor removed, image and network unchanged,
+ * user.root only where the base allows it, cgroup.required kept, no
+ * layer degradable that the base does not allow, the base's lint names
+ * kept. workdir and hostname may differ. Fails on the first looser field:
+ * "policy: limits.cpus: 64 is looser than the operator's 0.25; ...", with
+ * err->field set ("limits.cpus", "env.PATH", "mounts[0]"). 0 or -EINVAL. */
+int ward_policy_check_tighter(const struct ward_policy *base, const struct ward_policy *p,
+			      struct ward_error *err);
+
 /* Serialises *p as a JSON object string (malloc'ed, caller frees); NULL on
  * ENOMEM (or when a hand-filled string is not UTF-8). The output is
  * canonical (sizes and durations as exact strings, env and lint lists
@@ -182,6 +195,13 @@ int ward_parse_size(const char *s, uint64_t *out);
 /* "1.5", "30", "250ms", "2s", "1m", "1h" -> milliseconds (a bare number is
  * seconds). 0 or -EINVAL/-ERANGE, as ward_parse_size. */
 int ward_parse_duration_ms(const char *s, uint64_t *out);
+
+/* The exact text of a size ("512M", "1536K", "4096") or a duration ("30s",
+ * "250ms", "2h"), as ward_parse_size and ward_parse_duration_ms read it
+ * back: what messages show instead of a raw number. buf of at least 32
+ * bytes; returns buf. */
+char *ward_format_size(uint64_t bytes, char *buf, size_t len);
+char *ward_format_duration_ms(uint64_t ms, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,7 @@ WARD_EXPORT void ward_error_clear(struct ward_error *err)
 	if (!err)
 		return;
 	err->code = 0;
-	err->layer[0] = err->message[0] = err->hint[0] = '\0';
+	err->layer[0] = err->message[0] = err->hint[0] = err->field[0] = '\0';
 }
 
 WARD_EXPORT int ward_error_set(struct ward_error *err, int code, const char *layer,
@@ -26,6 +26,7 @@ WARD_EXPORT int ward_error_set(struct ward_error *err, int code, const char *lay
 		vsnprintf(err->message, sizeof(err->message), fmt, ap);
 		va_end(ap);
 		err->hint[0] = '\0';
+		err->field[0] = '\0';
 	}
 	return code ? -code : -EINVAL;
 }
@@ -39,6 +40,7 @@ WARD_EXPORT int ward_error_setv(struct ward_error *err, int code, const char *la
 		ward_strlcpy(err->layer, layer ? layer : "", sizeof(err->layer));
 		err->message[0] = '\0';
 		err->hint[0] = '\0';
+		err->field[0] = '\0';
 		va_start(ap, layer);
 		while ((s = va_arg(ap, const char *)) != NULL)
 			ward_strlcat(err->message, s, sizeof(err->message));
@@ -51,6 +53,12 @@ WARD_EXPORT void ward_error_hint(struct ward_error *err, const char *hint)
 {
 	if (err)
 		ward_strlcpy(err->hint, hint ? hint : "", sizeof(err->hint));
+}
+
+WARD_EXPORT void ward_error_field(struct ward_error *err, const char *field)
+{
+	if (err)
+		ward_strlcpy(err->field, field ? field : "", sizeof(err->field));
 }
 
 WARD_EXPORT char *ward_error_format(const struct ward_error *err, char *buf, size_t len)

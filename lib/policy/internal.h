@@ -38,6 +38,14 @@ enum wp_kind {
 	WP_CPUS,      /* thousandths of a CPU: 0.5 -> 500 */
 };
 
+/* Which way a limit tightens, for overrides (ward_policy_check_tighter).
+ * 0 is no order: every row must name one (the unit test checks). */
+enum wp_tight {
+	WP_TIGHT_SMALLER = 1,          /* smaller is tighter; 0 is out of range */
+	WP_TIGHT_SMALLER_0_NONE,       /* smaller is tighter; 0 ("no limit") is the loosest */
+	WP_TIGHT_SMALLER_0_WORKSPACE,  /* smaller is tighter; 0 is the workspace size */
+};
+
 /* One numeric field of struct ward_policy, shared by the flag table and the
  * "limits" object so both accept exactly the same values. */
 struct wp_limit {
@@ -46,11 +54,29 @@ struct wp_limit {
 	size_t offset;        /* of a uint64_t in struct ward_policy */
 	uint64_t min, max;    /* inclusive */
 	const char *zero;     /* what 0 means ("no limit"), or NULL: 0 is out of range */
+	enum wp_tight tight;
+	const char *why;      /* why the range is what it is, for messages, or NULL */
 };
 
 extern const struct wp_limit wp_limits[];
 extern const size_t wp_n_limits;
 const struct wp_limit *wp_limit_find(const char *key);
+
+/* Every member of struct ward_policy that is not a limit, with the rule an
+ * override must keep (tighten.c). The rows and wp_limits[] together cover
+ * the struct's bytes: [offset, end), first member aligned to align. */
+struct wp_member {
+	const char *field;    /* the field path errors name: "env", "cgroup.required" */
+	size_t offset, end, align;
+	/* 0, or an error naming the field (or a path below it) */
+	int (*tighten)(const struct ward_policy *base, const struct ward_policy *p,
+		       const char *field, struct ward_error *err);
+};
+
+extern const struct wp_member wp_members[];
+extern const size_t wp_n_members;
+/* True for a member an override may change freely (workdir, hostname). */
+bool wp_member_is_free(const struct wp_member *m);
 
 /* One list of the "lint" object, shared by the flag table and the JSON
  * object like wp_limit. The lists live in parse.c. */
@@ -71,6 +97,12 @@ char **wp_lint_get(const struct ward_policy *p, const struct wp_lint *l, size_t 
 int wp_fail(struct ward_error *err, const char *where, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int wp_nomem(struct ward_error *err, const char *where);
+/* Records "<source>: <field>: <message>" and the field path in err->field. */
+int wp_fail_at(struct ward_error *err, const char *source, const char *field,
+	       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* For r < 0: sets err->field to field unless a deeper call already did.
+ * Returns r. */
+int wp_field(struct ward_error *err, int r, const char *field);
 
 /* --- values (parse.c) --- */
 int wp_parse_count(const char *s, uint64_t *out);

@@ -92,8 +92,9 @@ static int type_error(struct ctx *c, const char *path, const char *expected,
 		      json_t *v)
 {
 	char where[WP_WHERE_MAX], got[WP_GOT_MAX];
-	return wp_fail(c->err, where_of(c, path, where, sizeof(where)),
-		       "expected %s, got %s", expected, got_of(v, got, sizeof(got)));
+	return wp_field(c->err, wp_fail(c->err, where_of(c, path, where, sizeof(where)),
+					"expected %s, got %s", expected,
+					got_of(v, got, sizeof(got))), path);
 }
 
 static int unknown_key(struct ctx *c, const char *path, const char *const *names,
@@ -110,7 +111,7 @@ static int unknown_key(struct ctx *c, const char *path, const char *const *names
 			ward_strlcat(hint, ", ", sizeof(hint));
 	}
 	ward_error_hint(c->err, hint);
-	return r;
+	return wp_field(c->err, r, path);
 }
 
 static int walk(struct ctx *c, const char *path, json_t *obj,
@@ -129,7 +130,7 @@ static int walk(struct ctx *c, const char *path, json_t *obj,
 				h = &keys[i];
 		if (!h)
 			return unknown_key(c, sub, &keys[0].name, n, sizeof(keys[0]));
-		int r = h->fn(c, sub, v);
+		int r = wp_field(c->err, h->fn(c, sub, v), sub);
 		if (r < 0)
 			return r;
 	}
@@ -197,7 +198,7 @@ static int j_limits(struct ctx *c, const char *path, json_t *obj)
 		if (!l)
 			return unknown_key(c, sub, &wp_limits[0].key, wp_n_limits,
 					   sizeof(wp_limits[0]));
-		int r = limit_json(c, sub, l, v);
+		int r = wp_field(c->err, limit_json(c, sub, l, v), sub);
 		if (r < 0)
 			return r;
 	}
@@ -257,7 +258,8 @@ static int j_mounts(struct ctx *c, const char *path, json_t *arr)
 		return type_error(c, path, "an array of mounts", arr);
 	json_array_foreach(arr, i, m) {
 		char sub[WP_PATH_MAX];
-		int r = mount_json(c, path_index(sub, sizeof(sub), path, i), m);
+		path_index(sub, sizeof(sub), path, i);
+		int r = wp_field(c->err, mount_json(c, sub, m), sub);
 		if (r < 0)
 			return r;
 	}
@@ -280,8 +282,9 @@ static int j_env(struct ctx *c, const char *path, json_t *obj)
 		if (named && !json_is_string(v) && !json_is_null(v))
 			return type_error(c, sub, "a string or null", v);
 		where_of(c, named ? sub : path, where, sizeof(where));
-		int r = wp_env_set(c->p, k, json_is_string(v) ? json_string_value(v) : NULL,
-				   where, c->err);
+		int r = wp_field(c->err,
+				 wp_env_set(c->p, k, json_is_string(v) ? json_string_value(v) : NULL,
+					    where, c->err), named ? sub : path);
 		if (r < 0)
 			return r;
 	}
@@ -369,8 +372,9 @@ static int j_degraded(struct ctx *c, const char *path, json_t *arr)
 		path_index(sub, sizeof(sub), path, i);
 		if (!json_is_string(v))
 			return type_error(c, sub, "a layer name", v);
-		int r = wp_degrade_add(c->p, json_string_value(v),
-				       where_of(c, sub, where, sizeof(where)), c->err);
+		int r = wp_field(c->err, wp_degrade_add(c->p, json_string_value(v),
+							where_of(c, sub, where, sizeof(where)),
+							c->err), sub);
 		if (r < 0)
 			return r;
 	}
@@ -392,8 +396,9 @@ static int lint_list_json(struct ctx *c, const char *path, const struct wp_lint 
 		path_index(sub, sizeof(sub), path, i);
 		if (!json_is_string(v))
 			return type_error(c, sub, l->expected, v);
-		int r = wp_lint_add(c->p, l, json_string_value(v),
-				    where_of(c, sub, where, sizeof(where)), c->err);
+		int r = wp_field(c->err, wp_lint_add(c->p, l, json_string_value(v),
+						     where_of(c, sub, where, sizeof(where)),
+						     c->err), sub);
 		if (r < 0)
 			return r;
 	}

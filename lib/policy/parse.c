@@ -177,6 +177,16 @@ char *wp_format(enum wp_kind kind, uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
+WARD_EXPORT char *ward_format_size(uint64_t bytes, char *buf, size_t len)
+{
+	return wp_format(WP_SIZE, bytes, buf, len);
+}
+
+WARD_EXPORT char *ward_format_duration_ms(uint64_t ms, char *buf, size_t len)
+{
+	return wp_format(WP_DURATION, ms, buf, len);
+}
+
 const char *wp_expected(enum wp_kind kind)
 {
 	switch (kind) {
@@ -606,25 +616,27 @@ int wp_lint_set_list(struct ward_policy *p, const struct wp_lint *l,
 
 int wp_lint_validate(const struct ward_policy *p, struct ward_error *err)
 {
-	char where[WP_WHERE_MAX], q[WP_GOT_MAX];
+	char where[WP_WHERE_MAX], field[WP_PATH_MAX], q[WP_GOT_MAX];
 	for (size_t k = 0; k < wp_n_lints; k++) {
 		const struct wp_lint *l = &wp_lints[k];
 		size_t n;
 		char **v = wp_lint_get(p, l, &n);
-		snprintf(where, sizeof(where), "policy: lint.%s", l->key);
+		snprintf(field, sizeof(field), "lint.%s", l->key);
 		if (n > WP_MAX_LINT)
-			return wp_fail(err, where, "too many names (at most %d)", WP_MAX_LINT);
+			return wp_fail_at(err, "policy", field, "too many names (at most %d)",
+					  WP_MAX_LINT);
 		for (size_t i = 0; i < n; i++) {
 			const char *s = v ? v[i] : NULL;
 			int r;
-			snprintf(where, sizeof(where), "policy: lint.%s[%zu]", l->key, i);
+			snprintf(field, sizeof(field), "lint.%s[%zu]", l->key, i);
+			snprintf(where, sizeof(where), "policy: %s", field);
 			if (!s)
-				return wp_fail(err, where, "expected %s", l->expected);
+				return wp_fail_at(err, "policy", field, "expected %s", l->expected);
 			r = lint_check_name(s, l, where, err);
 			if (r == 0 && names_has(v, i, s))
 				r = wp_fail(err, where, "%s is listed twice",
 					    wp_quote(s, q, sizeof(q)));
-			if (r < 0)
+			if (wp_field(err, r, field) < 0)
 				return r;
 		}
 	}

@@ -76,26 +76,34 @@ const char *const wp_default_env[] = {
 	NULL,
 };
 
-#define LIMIT(key, kind, field, lo, hi, zero) \
-	{ key, kind, offsetof(struct ward_policy, field), lo, hi, zero }
+#define LIMIT(key, kind, field, lo, hi, zero, tight) \
+	{ key, kind, offsetof(struct ward_policy, field), lo, hi, zero, tight, NULL }
+#define LIMIT_WHY(key, kind, field, lo, hi, zero, tight, why) \
+	{ key, kind, offsetof(struct ward_policy, field), lo, hi, zero, tight, why }
 #define NO_LIMIT "no limit"
+#define SMALLER WP_TIGHT_SMALLER
+#define SMALLER_0_NONE WP_TIGHT_SMALLER_0_NONE
 
 /* Ranges: a floor below which programs cannot start at all, a ceiling that
- * catches unit mistakes ("512G" for "512M"). */
+ * catches unit mistakes ("512G" for "512M"). The last column is the order
+ * an override must keep (tighten.c). pids: below 2 not even ward-init and
+ * the program can both exist; the sandbox could only fail to start. */
 const struct wp_limit wp_limits[] = {
-	LIMIT("memory", WP_SIZE, memory, 4 * MiB, TiB, NULL),
-	LIMIT("pids", WP_COUNT, pids, 1, 65536, NULL),
-	LIMIT("timeout", WP_DURATION, timeout_ms, 1, 24 * HOUR_MS, NULL),
-	LIMIT("cpu_time", WP_DURATION, cpu_time_ms, 1, 24 * HOUR_MS, NO_LIMIT),
-	LIMIT("cpus", WP_CPUS, cpus_milli, 10, 1024 * 1000, NO_LIMIT),
-	LIMIT("workspace_size", WP_SIZE, workspace_size, MiB, TiB, NULL),
-	LIMIT("workspace_inodes", WP_COUNT, workspace_inodes, 64, 1u << 24, NULL),
-	LIMIT("tmp_size", WP_SIZE, tmp_size, MiB, TiB, NULL),
-	LIMIT("tmp_inodes", WP_COUNT, tmp_inodes, 64, 1u << 24, NULL),
-	LIMIT("nofile", WP_COUNT, nofile, 16, 1u << 20, NULL),
-	LIMIT("file_size", WP_SIZE, fsize, 1, TiB, "the workspace size"),
-	LIMIT("stack", WP_SIZE, stack, 128 * KiB, GiB, NULL),
-	LIMIT("output", WP_SIZE, output_limit, KiB, GiB, NULL),
+	LIMIT("memory", WP_SIZE, memory, 4 * MiB, TiB, NULL, SMALLER),
+	LIMIT_WHY("pids", WP_COUNT, pids, 2, 65536, NULL, SMALLER,
+		  "ward-init and the program are a process each"),
+	LIMIT("timeout", WP_DURATION, timeout_ms, 1, 24 * HOUR_MS, NULL, SMALLER),
+	LIMIT("cpu_time", WP_DURATION, cpu_time_ms, 1, 24 * HOUR_MS, NO_LIMIT, SMALLER_0_NONE),
+	LIMIT("cpus", WP_CPUS, cpus_milli, 10, 1024 * 1000, NO_LIMIT, SMALLER_0_NONE),
+	LIMIT("workspace_size", WP_SIZE, workspace_size, MiB, TiB, NULL, SMALLER),
+	LIMIT("workspace_inodes", WP_COUNT, workspace_inodes, 64, 1u << 24, NULL, SMALLER),
+	LIMIT("tmp_size", WP_SIZE, tmp_size, MiB, TiB, NULL, SMALLER),
+	LIMIT("tmp_inodes", WP_COUNT, tmp_inodes, 64, 1u << 24, NULL, SMALLER),
+	LIMIT("nofile", WP_COUNT, nofile, 16, 1u << 20, NULL, SMALLER),
+	LIMIT("file_size", WP_SIZE, fsize, 1, TiB, "the workspace size",
+	      WP_TIGHT_SMALLER_0_WORKSPACE),
+	LIMIT("stack", WP_SIZE, stack, 128 * KiB, GiB, NULL, SMALLER),
+	LIMIT("output", WP_SIZE, output_limit, KiB, GiB, NULL, SMALLER),
 };
 const size_t wp_n_limits = ARRAY_SIZE(wp_limits);
 
@@ -127,6 +135,27 @@ int wp_fail(struct ward_error *err, const char *where, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return ward_error_set(err, 0, NULL, "%s: %s", where, msg);
+}
+
+/* "policy: limits.memory: ..." with the field path recorded as well. */
+int wp_fail_at(struct ward_error *err, const char *source, const char *field,
+	       const char *fmt, ...)
+{
+	char msg[WARD_ERROR_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	int r = ward_error_set(err, 0, NULL, "%s: %s: %s", source, field, msg);
+	ward_error_field(err, field);
+	return r;
+}
+
+int wp_field(struct ward_error *err, int r, const char *field)
+{
+	if (r < 0 && err && !err->field[0])
+		ward_error_field(err, field);
+	return r;
 }
 
 int wp_nomem(struct ward_error *err, const char *where)
@@ -310,6 +339,9 @@ static int limit_range_error(const struct wp_limit *l, const char *got,
 	if (l->zero)
 		return wp_fail(err, where, "must be 0 (%s) or between %s and %s, got %s",
 			       l->zero, lo, hi, got);
+	if (l->why)
+		return wp_fail(err, where, "must be between %s and %s (%s), got %s", lo, hi,
+			       l->why, got);
 	return wp_fail(err, where, "must be between %s and %s, got %s", lo, hi, got);
 }
 
@@ -645,17 +677,18 @@ WARD_EXPORT int ward_policy_set(struct ward_policy *p, const char *field,
 	if (strncmp(field, "limits.", 7) == 0) {
 		const struct wp_limit *l = wp_limit_find(field + 7);
 		if (l)
-			return wp_limit_set_str(p, l, value, wp_quote(value, q, sizeof(q)),
-						where, err);
+			return wp_field(err, wp_limit_set_str(p, l, value,
+							      wp_quote(value, q, sizeof(q)),
+							      where, err), field);
 	}
 	if (strncmp(field, "lint.", 5) == 0) {
 		const struct wp_lint *l = wp_lint_find(field + 5);
 		if (l)
-			return wp_lint_set_list(p, l, value, where, err);
+			return wp_field(err, wp_lint_set_list(p, l, value, where, err), field);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(setters); i++)
 		if (strcmp(field, setters[i].field) == 0)
-			return setters[i].fn(p, value, where, err);
+			return wp_field(err, setters[i].fn(p, value, where, err), field);
 	return wp_fail(err, where, "unknown policy field %s", wp_quote(field, q, sizeof(q)));
 }
 
@@ -664,37 +697,42 @@ WARD_EXPORT int ward_policy_set(struct ward_policy *p, const char *field,
 /* Re-checks what the setters check, for policies filled in by hand. */
 static int validate_fields(const struct ward_policy *p, struct ward_error *err)
 {
-	char where[WP_WHERE_MAX], got[32];
+	char where[WP_WHERE_MAX], field[WP_PATH_MAX], got[32];
 	for (size_t i = 0; i < wp_n_limits; i++) {
 		const struct wp_limit *l = &wp_limits[i];
 		uint64_t v = limit_get(p, l);
-		snprintf(where, sizeof(where), "policy: limits.%s", l->key);
+		snprintf(field, sizeof(field), "limits.%s", l->key);
+		snprintf(where, sizeof(where), "policy: %s", field);
 		if (!limit_in_range(l, v))
-			return limit_range_error(l, wp_format(l->kind, v, got, sizeof(got)),
-						 where, err);
+			return wp_field(err, limit_range_error(l, wp_format(l->kind, v, got,
+									    sizeof(got)),
+							       where, err), field);
 	}
 	if (!p->workdir || !p->hostname || !p->image)
 		return wp_fail(err, "policy", "workdir, hostname and image must be set");
-	int r = wp_path_check(p->workdir, NULL, "policy: workdir", err);
+	int r = wp_field(err, wp_path_check(p->workdir, NULL, "policy: workdir", err),
+			 "workdir");
 	if (r == 0)
-		r = wp_check_hostname(p->hostname, "policy: hostname", err);
+		r = wp_field(err, wp_check_hostname(p->hostname, "policy: hostname", err),
+			     "hostname");
 	if (r == 0 && strcmp(p->image, "host") != 0)
-		r = wp_fail(err, "policy: image", "expected one of \"host\"");
+		r = wp_fail_at(err, "policy", "image", "expected one of \"host\"");
 	if (r == 0 && p->net != WARD_NET_NONE)
-		r = wp_fail(err, "policy: network.mode", "expected one of \"none\"");
+		r = wp_fail_at(err, "policy", "network.mode", "expected one of \"none\"");
 	return r;
 }
 
 static int validate_binds(const struct ward_policy *p, struct ward_error *err)
 {
 	char where[WP_WHERE_MAX];
+	char field[WP_PATH_MAX];
 	if (p->n_binds > WP_MAX_MOUNTS)
-		return wp_fail(err, "policy: mounts", "too many mounts (at most %d)",
-			       WP_MAX_MOUNTS);
+		return wp_fail_at(err, "policy", "mounts", "too many mounts (at most %d)",
+				  WP_MAX_MOUNTS);
 	for (size_t i = 0; i < p->n_binds; i++) {
-		snprintf(where, sizeof(where), "policy: mounts[%zu]", i);
+		snprintf(field, sizeof(field), "mounts[%zu]", i);
 		if (!p->binds[i].host || !p->binds[i].inside)
-			return wp_fail(err, where, "host and inside must be set");
+			return wp_fail_at(err, "policy", field, "host and inside must be set");
 	}
 	for (size_t i = 0; i < p->n_binds; i++) {
 		const struct ward_bind *b = &p->binds[i];
@@ -705,7 +743,8 @@ static int validate_binds(const struct ward_policy *p, struct ward_error *err)
 			r = wp_path_check(b->inside, NULL, where, err);
 		if (r == 0)
 			r = bind_check(p, b, i, where, where, err);
-		if (r < 0)
+		snprintf(field, sizeof(field), "mounts[%zu]", i);
+		if (wp_field(err, r, field) < 0)
 			return r;
 	}
 	return 0;
@@ -713,16 +752,17 @@ static int validate_binds(const struct ward_policy *p, struct ward_error *err)
 
 static int validate_env(const struct ward_policy *p, struct ward_error *err)
 {
-	char where[WP_WHERE_MAX];
+	char where[WP_WHERE_MAX], field[WP_PATH_MAX];
 	if (p->n_env > WP_MAX_ENV)
-		return wp_fail(err, "policy: env", "too many variables (at most %d)",
-			       WP_MAX_ENV);
+		return wp_fail_at(err, "policy", "env", "too many variables (at most %d)",
+				  WP_MAX_ENV);
 	for (size_t i = 0; i < p->n_env; i++) {
 		const char *e = p->env[i], *eq = e ? strchr(e, '=') : NULL;
 		int r;
-		snprintf(where, sizeof(where), "policy: env[%zu]", i);
+		snprintf(field, sizeof(field), "env[%zu]", i);
+		snprintf(where, sizeof(where), "policy: %s", field);
 		if (!eq)
-			return wp_fail(err, where, "expected NAME=VALUE");
+			return wp_fail_at(err, "policy", field, "expected NAME=VALUE");
 		size_t len = (size_t)(eq - e);
 		r = env_check_name(e, len, where, err);
 		if (r == 0)
@@ -730,7 +770,7 @@ static int validate_env(const struct ward_policy *p, struct ward_error *err)
 		if (r == 0 && env_find(p->env, i, e, len) >= 0)
 			r = wp_fail(err, where, "variable %.*s is set twice",
 				    (int)len, e);
-		if (r < 0)
+		if (wp_field(err, r, field) < 0)
 			return r;
 	}
 	return 0;
@@ -747,9 +787,9 @@ static int validate_workdir(const struct ward_policy *p, struct ward_error *err)
 	for (size_t i = 0; i < p->n_binds; i++)
 		if (wp_path_within(p->workdir, p->binds[i].inside))
 			return 0;
-	return wp_fail(err, "policy: workdir",
-		       "%s is not inside /workspace, /tmp or a mount",
-		       wp_quote(p->workdir, q, sizeof(q)));
+	return wp_fail_at(err, "policy", "workdir",
+			  "%s is not inside /workspace, /tmp or a mount",
+			  wp_quote(p->workdir, q, sizeof(q)));
 }
 
 static int validate_degrade(const struct ward_policy *p, struct ward_error *err)
@@ -758,12 +798,12 @@ static int validate_degrade(const struct ward_policy *p, struct ward_error *err)
 	if (bad) {
 		int id = __builtin_ctz(bad);
 		const char *name = ward_layer_name((enum ward_layer)id);
-		return wp_fail(err, "policy: allow_degraded",
-			       "layer \"%s\" can never degrade", name ? name : "?");
+		return wp_fail_at(err, "policy", "allow_degraded",
+				  "layer \"%s\" can never degrade", name ? name : "?");
 	}
 	if (p->require_cgroup && (p->allow_degrade & (1u << WARD_LAYER_CGROUP)))
-		return wp_fail(err, "policy: cgroup.required",
-			       "is true, but allow_degraded lists \"cgroup\"");
+		return wp_fail_at(err, "policy", "cgroup.required",
+				  "is true, but allow_degraded lists \"cgroup\"");
 	return 0;
 }
 

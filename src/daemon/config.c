@@ -37,7 +37,7 @@ static const struct setting settings[] = {
 	S("max-per-tenant", K_UINT, max_per_tenant, "sandboxes at once per tenant, executions and sessions (default 16)"),
 	S("policy", K_STR, policy_file, "default policy file (JSON)"),
 	S("runners", K_STR, runners, "language runners directory"),
-	S("state-dir", K_STR, state_dir, "what a restart needs (default: state/ beside the socket)"),
+	S("state-dir", K_STR, state_dir, "what a restart needs, owned by this user and closed to others (default: /var/lib/ward as root, else $XDG_STATE_HOME/ward)"),
 	S("session-ttl", K_DUR, session_ttl_ms, "idle TTL of a session (default 10m)"),
 	S("max-session-ttl", K_DUR, max_session_ttl_ms, "the longest TTL a session may ask (default 24h)"),
 	S("max-sessions", K_UINT, max_sessions, "live sessions, all tenants (default 64)"),
@@ -209,7 +209,11 @@ static int load_file(struct srv_config *c, const char *path)
 	json_error_t je;
 	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
-		fprintf(stderr, "ward: error: %s:%d:%d: %s\n", path, je.line, je.column, je.text);
+		enum json_error_code jc = json_error_code(&je);
+		/* jansson's own text names its flag (JSON_ALLOW_NUL) here */
+		bool nul = jc == json_error_null_character || jc == json_error_null_byte_in_key;
+		fprintf(stderr, "ward: error: %s:%d:%d: %s\n", path, je.line, je.column,
+			nul ? "strings must not contain \\u0000" : je.text);
 		return -1;
 	}
 	int r = 0;
@@ -311,8 +315,10 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
 		return -1;
 	}
 	if (c->session_ttl_ms > c->max_session_ttl_ms) {
-		fprintf(stderr, "ward: error: session-ttl (%llu ms) is above max-session-ttl (%llu ms)\n",
-			(unsigned long long)c->session_ttl_ms, (unsigned long long)c->max_session_ttl_ms);
+		char a[32], b[32];
+		fprintf(stderr, "ward: error: session-ttl (%s) is above max-session-ttl (%s)\n",
+			ward_format_duration_ms(c->session_ttl_ms, a, sizeof(a)),
+			ward_format_duration_ms(c->max_session_ttl_ms, b, sizeof(b)));
 		return -1;
 	}
 	return 0;

@@ -61,6 +61,18 @@ static int fail(unsigned *status, json_t **error, const char *field, const char 
 	return -1;
 }
 
+/* "unknown field; known fields: language, code, ..." */
+static int unknown_field(const char *field, const char *const *known, size_t n, unsigned *st,
+			 json_t **e)
+{
+	char msg[512] = "unknown field; known fields: ";
+	for (size_t i = 0; i < n; i++) {
+		ward_strlcat(msg, known[i], sizeof(msg));
+		ward_strlcat(msg, i + 1 < n ? ", " : "", sizeof(msg));
+	}
+	return fail(st, e, field, msg);
+}
+
 static int parse_argv(struct exec_request *r, json_t *cmd, unsigned *st, json_t **e)
 {
 	size_t n = json_array_size(cmd);
@@ -91,15 +103,20 @@ static int parse_file(struct ward_file *f, json_t *o, size_t i, unsigned *st, js
 	const char *path = json_string_value(json_object_get(o, "path"));
 	json_t *content = json_object_get(o, "content");
 	const char *enc = json_string_value(json_object_get(o, "encoding"));
+	static const char *const known[] = { "path", "content", "encoding" };
 	const char *key;
 	json_t *v;
 	json_object_foreach(o, key, v)
 		if (strcmp(key, "path") && strcmp(key, "content") && strcmp(key, "encoding")) {
 			snprintf(field, sizeof(field), "files.%zu.%.32s", i, key);
-			return fail(st, e, field, "unknown field");
+			return unknown_field(field, known, ARRAY_SIZE(known), st, e);
 		}
+	if (!json_object_get(o, "path"))
+		return fail(st, e, field, "path: required");
 	if (!path || !srv_path_ok(path))
 		return fail(st, e, field, "path: expected a relative path inside /workspace, without '..'");
+	if (!content)
+		return fail(st, e, field, "content: required");
 	if (!json_is_string(content))
 		return fail(st, e, field, "content: expected a string");
 	if (enc && strcmp(enc, "utf-8") && strcmp(enc, "base64"))
@@ -151,40 +168,18 @@ static int parse_files(struct exec_request *r, json_t *files, unsigned *st, json
 	return 0;
 }
 
-/* "policy: limits.memory: expected ..." -> field "policy.limits.memory". */
+/* The library names the field it refused in err->field ("limits.memory");
+ * in a request body it sits under "policy". */
 static int policy_fail(const struct ward_error *err, unsigned *st, json_t **e)
 {
-	char field[128] = "policy";
-	const char *m = err->message;
-	const char *a = strstr(m, ": ");
-	const char *b = a ? strstr(a + 2, ": ") : NULL;
-	if (strncmp(m, "policy", 6) == 0 && a && b && (size_t)(b - a) < 100 && !memchr(a + 2, ' ', (size_t)(b - a - 2)))
-		snprintf(field, sizeof(field), "policy.%.*s", (int)(b - a - 2), a + 2);
-	return fail(st, e, field, m);
-}
-
-/* Overrides may tighten the daemon's limits, never loosen them. */
-static int check_caps(const struct ward_policy *p, const struct ward_policy *d, unsigned *st,
-		      json_t **e)
-{
-	const struct { const char *field; uint64_t v, max; } caps[] = {
-		{ "policy.limits.memory", p->memory, d->memory },
-		{ "policy.limits.pids", p->pids, d->pids },
-		{ "policy.limits.timeout", p->timeout_ms, d->timeout_ms },
-		{ "policy.limits.workspace_size", p->workspace_size, d->workspace_size },
-		{ "policy.limits.tmp_size", p->tmp_size, d->tmp_size },
-		{ "policy.limits.output", p->output_limit, d->output_limit },
-	};
-	char msg[128];
-	for (size_t i = 0; i < ARRAY_SIZE(caps); i++)
-		if (caps[i].max && (caps[i].v > caps[i].max || caps[i].v == 0)) {
-			snprintf(msg, sizeof(msg), "above the daemon's limit for this field (%llu)",
-				 (unsigned long long)caps[i].max);
-			return fail(st, e, caps[i].field, msg);
-		}
-	if (d->cpu_time_ms && (!p->cpu_time_ms || p->cpu_time_ms > d->cpu_time_ms))
-		return fail(st, e, "policy.limits.cpu_time", "above the daemon's limit for this field");
-	return 0;
+	char field[WARD_ERROR_FIELD_MAX + 8] = "policy";
+	if (err->field[0])
+		snprintf(field, sizeof(field), "policy.%s", err->field);
+	if (!err->hint[0])
+		return fail(st, e, field, err->message);
+	char msg[WARD_ERROR_MSG_MAX + WARD_ERROR_HINT_MAX + 8];
+	snprintf(msg, sizeof(msg), "%s; %s", err->message, err->hint);
+	return fail(st, e, field, msg);
 }
 
 json_t *srv_error_body(const char *code, const char *field, const char *msg)
@@ -215,16 +210,22 @@ int srv_parse_policy(struct srv *s, struct ward_policy *p, json_t *pol, unsigned
 		if (rc < 0)
 			return policy_fail(&err, st, e);
 	}
-	if (ward_policy_validate(p, &err) < 0)
+	/* every field, by the policy library's own table: an override may
+	 * only tighten what the operator set */
+	if (ward_policy_validate(p, &err) < 0 || ward_policy_check_tighter(&s->policy, p, &err) < 0)
 		return policy_fail(&err, st, e);
-	return check_caps(p, &s->policy, st, e);
+	return 0;
 }
 
 static int parse_timeout(struct srv *s, struct exec_request *r, json_t *t, unsigned *st,
 			 json_t **e)
 {
-	if (t && srv_parse_seconds(t, s->policy.timeout_ms, &r->policy.timeout_ms) < 0)
-		return fail(st, e, "timeout", "expected seconds, above 0 and within the daemon's limit");
+	if (t && srv_parse_seconds(t, s->policy.timeout_ms, &r->policy.timeout_ms) < 0) {
+		char lim[32], msg[128];
+		snprintf(msg, sizeof(msg), "expected seconds, above 0 and at most %s (the daemon's limit)",
+			 ward_format_duration_ms(s->policy.timeout_ms, lim, sizeof(lim)));
+		return fail(st, e, "timeout", msg);
+	}
 	return 0;
 }
 
@@ -235,8 +236,11 @@ json_t *srv_parse_object(const char *body, size_t len, const char *const *known,
 	json_t *root = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
 		char msg[256];
+		enum json_error_code jc = json_error_code(&je);
+		/* jansson's own text names its flag (JSON_ALLOW_NUL) here */
+		bool nul = jc == json_error_null_character || jc == json_error_null_byte_in_key;
 		snprintf(msg, sizeof(msg), "invalid JSON at line %d, column %d: %s", je.line,
-			 je.column, je.text);
+			 je.column, nul ? "strings must not contain \\u0000" : je.text);
 		*st = 400;
 		*e = err_body("invalid_json", NULL, msg);
 		return NULL;
@@ -255,7 +259,7 @@ json_t *srv_parse_object(const char *body, size_t len, const char *const *known,
 		if (!ok) {
 			char field[64];
 			snprintf(field, sizeof(field), "%.60s", key);
-			fail(st, e, field, "unknown field");
+			unknown_field(field, known, n_known, st, e);
 			json_decref(root);
 			return NULL;
 		}
@@ -284,8 +288,14 @@ static int parse_body(struct srv *s, json_t *root, struct exec_request *r, unsig
 		if (parse_argv(r, cmd, st, e) < 0)
 			return -1;
 	} else {
+		if (!lang && !code)
+			return fail(st, e, "language", "required: give language and code, or command");
+		if (!lang)
+			return fail(st, e, "language", "required with code: \"python\", \"node\" or \"bash\"");
 		if (!json_is_string(lang) || ward_lang_from_name(json_string_value(lang)) < 0)
 			return fail(st, e, "language", "expected \"python\", \"node\" or \"bash\"");
+		if (!code)
+			return fail(st, e, "code", "required with language");
 		if (!json_is_string(code) || strlen(json_string_value(code)) != json_string_length(code))
 			return fail(st, e, "code", "expected a string without NUL characters");
 		r->lang = ward_lang_from_name(json_string_value(lang));

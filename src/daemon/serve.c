@@ -1,8 +1,9 @@
 /* src/daemon/serve.c — `ward serve`: start, loop, stop.
  *
  * Reads the settings, loads the default policy and the keys, opens the
- * audit log, takes the unix socket (refusing one a live daemon holds,
- * removing a stale one), and runs the one epoll loop: libmicrohttpd's epoll
+ * audit log, checks and locks the state directory (only the daemon's user
+ * may write it; one daemon per state directory), takes the unix socket
+ * (refusing one a live daemon holds, removing a stale one), and runs the one epoll loop: libmicrohttpd's epoll
  * fd, every execution's fds, and a self-pipe for signals (handlers, not a
  * blocked mask: a blocked mask would be inherited by every sandbox). On
  * SIGTERM it stops accepting, gives running executions the grace period,
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sodium.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -28,6 +30,8 @@ extern const char ward_openapi_json[];
 extern const char ward_openapi_json_end[];
 
 static int sig_pipe[2] = { -1, -1 };
+/* flock on state_dir/lock for the daemon's lifetime: one daemon per state */
+static int state_lock = -1;
 
 static void on_signal(int sig)
 {
@@ -65,6 +69,22 @@ static int mkdir_parents(const char *path)
 	return 0;
 }
 
+/* True when a daemon answers on the socket at path. Touches nothing. */
+static bool socket_answers(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	if (strlen(path) >= sizeof(sa.sun_path) || lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return false;
+	ward_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	int r = connect(fd, (const struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	return r == 0;
+}
+
 /* A socket someone answers on is a live daemon's; one nobody answers on is
  * stale and removed; anything else at the path is refused. */
 static int claim_path(const struct sockaddr_un *sa)
@@ -76,17 +96,139 @@ static int claim_path(const struct sockaddr_un *sa)
 		fprintf(stderr, "ward: error: serve: '%s' exists and is not a socket\n", sa->sun_path);
 		return -1;
 	}
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	int r = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
-	close(fd);
-	if (r == 0) {
+	if (socket_answers(sa->sun_path)) {
 		fprintf(stderr, "ward: error: serve: another daemon is listening on '%s'\n",
 			sa->sun_path);
 		return -1;
 	}
 	return unlink(sa->sun_path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* --- the state directory --- */
+
+/* Root's in /var/lib; a user's in $XDG_STATE_HOME (or ~/.local/state):
+ * never beside a socket, which may sit in a world-writable directory. */
+static int state_dir_default(struct srv *s)
+{
+	char dir[PATH_MAX];
+	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	int n;
+	if (geteuid() == 0)
+		n = snprintf(dir, sizeof(dir), "/var/lib/ward");
+	else if (xdg && xdg[0] == '/')
+		n = snprintf(dir, sizeof(dir), "%s/ward", xdg);
+	else if (home && home[0] == '/')
+		n = snprintf(dir, sizeof(dir), "%s/.local/state/ward", home);
+	else {
+		fprintf(stderr, "ward: error: serve: state-dir: no default without $HOME or "
+			"$XDG_STATE_HOME; give --state-dir\n");
+		return -1;
+	}
+	if (n < 0 || (size_t)n >= sizeof(dir) || !(s->cfg.state_dir = strdup(dir)))
+		return -1;
+	return 0;
+}
+
+/* Why a directory of the state path is unsafe, or NULL. The state
+ * directory itself (last) must be the daemon user's and closed to others;
+ * a directory above it must be root's or the daemon user's, and writable by
+ * others only with the sticky bit (/tmp), where nobody else can move the
+ * entries below. */
+static const char *dir_unsafe(const struct stat *st, bool last)
+{
+	uid_t me = geteuid();
+	if (!S_ISDIR(st->st_mode))
+		return "is not a directory";
+	if (last && st->st_uid != me)
+		return "is not owned by the daemon's user";
+	if (!last && st->st_uid != 0 && st->st_uid != me)
+		return "is owned by another user";
+	if (last && (st->st_mode & 022))
+		return "is writable by group or others (chmod go-w)";
+	if (!last && (st->st_mode & 022) && !(st->st_mode & S_ISVTX))
+		return "is writable by group or others and not sticky";
+	return NULL;
+}
+
+/* Creates what is missing (0700), then walks the resolved path from / with
+ * O_NOFOLLOW, checking each directory's owner and mode on the open fd. */
+static int state_dir_check(const char *path)
+{
+	char real[PATH_MAX], part[PATH_MAX];
+	ward_strlcpy(part, path, sizeof(part));
+	for (char *p = part + 1;; p++) {
+		if (*p && *p != '/')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdir(part, 0700) < 0 && errno != EEXIST) {
+			fprintf(stderr, "ward: error: serve: state-dir: unable to create '%s': %s\n",
+				part, strerror(errno));
+			return -1;
+		}
+		if (!(*p = c))
+			break;
+	}
+	if (!realpath(path, real)) {
+		fprintf(stderr, "ward: error: serve: state-dir: '%s': %s\n", path, strerror(errno));
+		return -1;
+	}
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char *save = NULL, *c = strtok_r(real + 1, "/", &save);
+	ward_strlcpy(part, "", sizeof(part));
+	for (;;) {
+		struct stat st;
+		const char *why = fd < 0 || fstat(fd, &st) < 0 ? strerror(errno)
+							     : dir_unsafe(&st, c == NULL);
+		if (why) {
+			fprintf(stderr, "ward: error: serve: state-dir: '%s'%s%s%s: %s; the daemon "
+				"kills what state files name, so only its user may write there\n",
+				path, part[0] ? " (at '" : "", part, part[0] ? "')" : "", why);
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		if (!c)
+			break;
+		ward_strlcat(part, "/", sizeof(part));
+		ward_strlcat(part, c, sizeof(part));
+		int next = openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = next;
+		c = strtok_r(NULL, "/", &save);
+	}
+	close(fd);
+	return 0;
+}
+
+/* Held until the process exits (the fd is O_CLOEXEC: no sandbox keeps it).
+ * A second daemon on the same state stops here, before it reads or
+ * removes anything. */
+static int state_dir_lock(const char *dir)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/lock", dir) >= (int)sizeof(path))
+		return -1;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "ward: error: serve: state-dir: unable to open '%s': %s\n", path,
+			strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		if (e == EWOULDBLOCK)
+			fprintf(stderr, "ward: error: serve: state-dir: another daemon holds '%s' "
+				"(lock '%s'); each daemon needs a state directory of its own "
+				"(--state-dir)\n", dir, path);
+		else
+			fprintf(stderr, "ward: error: serve: state-dir: unable to lock '%s': %s\n",
+				path, strerror(e));
+		close(fd);
+		return -1;
+	}
+	state_lock = fd;
+	return 0;
 }
 
 static int open_unix(const char *path)
@@ -194,8 +336,9 @@ static void begin_stop(struct srv *s)
 			      (json_int_t)s->cfg.grace_ms);
 	srv_audit(s, "daemon.stopping", f);
 	json_decref(f);
-	fprintf(stderr, "ward: serve: stopping (%u running, grace %llu ms)\n", s->running,
-		(unsigned long long)s->cfg.grace_ms);
+	char grace[32];
+	fprintf(stderr, "ward: serve: stopping (%u running, grace %s)\n", s->running,
+		ward_format_duration_ms(s->cfg.grace_ms, grace, sizeof(grace)));
 }
 
 static void on_signals(struct srv *s)
@@ -283,23 +426,32 @@ static int start(struct srv *s)
 	if (!s->keys)
 		fprintf(stderr, "ward: serve: warning: no keys in '%s': every request will be refused "
 			"(ward keys add)\n", s->cfg.keys_file);
-	/* leftovers of supervisors that were killed go first */
-	ward_cgroup_gc(NULL, NULL);
-	if (!s->cfg.state_dir) {
-		/* beside the socket: a daemon of its own finds its own leftovers */
-		char dir[PATH_MAX];
-		const char *slash = strrchr(s->cfg.socket, '/');
-		if (s->cfg.socket[0] == '/' && slash)
-			snprintf(dir, sizeof(dir), "%.*s/state", (int)(slash - s->cfg.socket), s->cfg.socket);
-		else
-			ward_strlcpy(dir, "/run/ward/state", sizeof(dir));
-		if (!(s->cfg.state_dir = strdup(dir)))
-			return -1;
+	bool unix_sock = strcmp(s->cfg.socket, "") != 0 && strcmp(s->cfg.socket, "none") != 0;
+	/* Refusals first, before anything is read, killed or removed: a live
+	 * daemon on the socket, a state directory others could write, or one
+	 * another daemon holds. */
+	if (unix_sock && socket_answers(s->cfg.socket)) {
+		fprintf(stderr, "ward: error: serve: another daemon is listening on '%s'\n",
+			s->cfg.socket);
+		return -1;
 	}
+	if (!s->cfg.state_dir && state_dir_default(s) < 0)
+		return -1;
+	if (s->cfg.state_dir[0] != '/') {
+		fprintf(stderr, "ward: error: serve: state-dir: '%s': expected an absolute path\n",
+			s->cfg.state_dir);
+		return -1;
+	}
+	if (state_dir_check(s->cfg.state_dir) < 0 || state_dir_lock(s->cfg.state_dir) < 0)
+		return -1;
+	/* Leftovers of a killed daemon are found by ward's own cgroup names
+	 * (a dead supervisor's pid and start time), never by a pid read from
+	 * a file; the state files only turn its sessions into tombstones. */
+	ward_cgroup_gc(NULL, NULL);
 	if (session_recover(s) < 0)
 		return -1;
 	int ufd = -1;
-	if (strcmp(s->cfg.socket, "") != 0 && strcmp(s->cfg.socket, "none") != 0) {
+	if (unix_sock) {
 		if ((ufd = open_unix(s->cfg.socket)) < 0)
 			return -1;
 		s->unix_bound = true;
@@ -351,6 +503,8 @@ int ward_cli_serve(int argc, char **argv)
 	srv_config_release(&s->cfg);
 	if (s->epfd >= 0)
 		close(s->epfd);
+	if (state_lock >= 0)
+		close(state_lock);
 	free(s);
 	return status;
 }

@@ -17,8 +17,9 @@
  * A session that ends (deleted, expired, killed by a limit, lost in a
  * crash of the daemon) leaves a tombstone for an hour, so a client asking
  * for it learns why instead of a bare 404. A state file per live session
- * (state_dir/sessions/ID.json) lets the next daemon find and remove what a
- * killed one left behind.
+ * (state_dir/sessions/ID.json) lets the next daemon mark a killed one's
+ * sessions lost; their sandboxes are found by their cgroups, never by a
+ * pid in the file.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -183,12 +184,14 @@ static void state_write(struct session *se)
 	char path[PATH_MAX];
 	if (state_path(se->s, se->id, path, sizeof(path)) < 0)
 		return;
-	struct ward_sandbox *sb = session_sandbox(se);
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:f}", "id", se->id, "tenant",
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:f}", "id", se->id, "tenant",
 			      se->key.tenant, "key_id", se->key.id, "sandbox_id", se->sandbox_id,
-			      "init_pid", sb ? (int)ward_sandbox_pid(sb) : 0, "created", se->created);
-	if (o && json_dump_file(o, path, JSON_COMPACT) < 0)
+			      "created", se->created);
+	int fd = o ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
+	if (o && (fd < 0 || json_dumpfd(o, fd, JSON_COMPACT) < 0))
 		fprintf(stderr, "ward: serve: unable to write '%s': %s\n", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
 	json_decref(o);
 }
 
@@ -1180,47 +1183,37 @@ int session_route(struct srv *s, struct MHD_Connection *c, const struct ward_key
 
 /* --- after a crash --- */
 
-static uint64_t proc_starttime(pid_t pid)
+/* A state file is the daemon's own: a regular file of its user, closed to
+ * others, small. Anything else is ignored and removed. */
+static json_t *state_read(int dfd, const char *name)
 {
-	struct ward_proc_stat st;
-	return ward_proc_stat(pid, &st) == 0 ? st.starttime : 0;
-}
-
-/* A sandbox's init whose supervisor died: killed when it still runs. It
- * is recognised by its pid and its start time (within 2 s of the session's
- * creation), never by the pid alone. */
-static bool kill_leftover(pid_t pid, double created)
-{
-	if (pid <= 1)
-		return false;
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	json_t *o = NULL;
 	if (fd < 0)
-		return false;
-	uint64_t st = proc_starttime(pid);
-	long hz = sysconf(_SC_CLK_TCK);
-	struct timespec boot;
-	clock_gettime(CLOCK_BOOTTIME, &boot);
-	double started = epoch_now() - (double)boot.tv_sec - (double)boot.tv_nsec / 1e9 +
-			 (double)st / (double)(hz > 0 ? hz : 100);
-	/* the session was created within a second of its init's start */
-	bool same = st && started <= created + 2.0 && started >= created - 2.0;
-	if (same)
-		syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    !(st.st_mode & 022) && st.st_size <= 4096) {
+		json_error_t je;
+		o = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+	}
 	close(fd);
-	return same;
+	return o;
 }
 
+/* A session of a daemon that was killed: its sandbox is already gone (the
+ * init dies with its supervisor, PR_SET_PDEATHSIG, and ward_cgroup_gc has
+ * removed the dead supervisor's cgroups); the file only makes it a
+ * tombstone. Nothing in it is ever used to signal a process. */
 static void recover_one(struct srv *s, int dfd, const char *name)
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/sessions/%s", s->cfg.state_dir, name);
-	json_error_t je;
-	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	json_t *o = state_read(dfd, name);
 	const char *id = json_string_value(json_object_get(o, "id"));
 	const char *tenant = json_string_value(json_object_get(o, "tenant"));
 	const char *key_id = json_string_value(json_object_get(o, "key_id"));
 	const char *sbid = json_string_value(json_object_get(o, "sandbox_id"));
-	json_int_t pid = json_integer_value(json_object_get(o, "init_pid"));
 	double created = json_number_value(json_object_get(o, "created"));
 	unlinkat(dfd, name, 0);
 	if (!id || !tenant || !key_id || !sbid || strlen(id) >= 24 || strlen(tenant) > WARD_KEY_TENANT_MAX ||
@@ -1229,7 +1222,6 @@ static void recover_one(struct srv *s, int dfd, const char *name)
 		json_decref(o);
 		return;
 	}
-	bool killed = kill_leftover((pid_t)pid, created);
 	struct session *se = calloc(1, sizeof(*se));
 	if (se) {
 		se->s = s;
@@ -1249,8 +1241,8 @@ static void recover_one(struct srv *s, int dfd, const char *name)
 		se->next = s->sessions;
 		s->sessions = se;
 	}
-	json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:b}", "session_id", id, "tenant", tenant,
-			      "key_id", key_id, "sandbox_id", sbid, "process_killed", killed);
+	json_t *f = json_pack("{s:s, s:s, s:s, s:s}", "session_id", id, "tenant", tenant,
+			      "key_id", key_id, "sandbox_id", sbid);
 	srv_audit(s, "session.lost", f);
 	json_decref(f);
 	fprintf(stderr, "ward: serve: session %s (tenant %s) was lost with the previous daemon\n",
@@ -1260,27 +1252,23 @@ static void recover_one(struct srv *s, int dfd, const char *name)
 
 int session_recover(struct srv *s)
 {
+	/* serve.c has checked and locked state_dir: only this user writes it */
 	char dir[PATH_MAX];
+	struct stat st;
 	snprintf(dir, sizeof(dir), "%s/sessions", s->cfg.state_dir);
-	if (dir[0] != '/') {
-		fprintf(stderr, "ward: error: serve: state-dir: '%s': expected an absolute path\n",
-			s->cfg.state_dir);
-		return -1;
-	}
-	bool made = true;
-	for (char *p = dir + 1; made && *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		made = mkdir(dir, 0750) == 0 || errno == EEXIST;
-		*p = '/';
-	}
-	if (!made || (mkdir(dir, 0700) < 0 && errno != EEXIST)) {
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		fprintf(stderr, "ward: error: serve: state-dir: unable to create '%s': %s\n", dir,
 			strerror(errno));
 		return -1;
 	}
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd >= 0 && fstat(dfd, &st) == 0 && (st.st_uid != geteuid() || (st.st_mode & 022))) {
+		fprintf(stderr, "ward: error: serve: state-dir: '%s' %s\n", dir,
+			st.st_uid != geteuid() ? "is not owned by the daemon's user"
+					       : "is writable by group or others (chmod go-w)");
+		close(dfd);
+		return -1;
+	}
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	if (!d) {
 		fprintf(stderr, "ward: error: serve: state-dir: unable to open '%s': %s\n", dir,

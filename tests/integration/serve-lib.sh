@@ -19,7 +19,7 @@ id_of() { python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])'; }
 start_daemon() {
 	rm -f "$D/rc"
 	( "$WARD" serve --socket "$SOCK" --keys-file "$KEYS" --audit-log "$AUDIT" --grace 1s \
-		"$@" >> "$D/serve.log" 2>&1 &
+		--state-dir "${SOCK%/*}/state" "$@" >> "$D/serve.log" 2>&1 &
 	  echo $! > "$D/pid"; wait $!; echo $? > "$D/rc" ) > /dev/null 2>&1 &
 	for _ in $(seq 100); do
 		[ -S "$SOCK" ] && curl -sf --unix-socket "$SOCK" http://w/healthz > /dev/null && return 0

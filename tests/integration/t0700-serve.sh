@@ -218,7 +218,8 @@ test_expect_success SERVE 'the audit log verifies and records requests, sandboxe
 test_expect_success SERVE 'a stale socket is replaced; a config file is read (body limit, tenant quota → 429); unknown keys are named' '
 	python3 -c "import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$SOCK" || exit 1
 	echo "{\"max_body\": \"1k\", \"grace\": 1, \"max_per_tenant\": 1}" > conf.json || exit 1
-	"$WARD" serve --config conf.json --socket "$SOCK" --keys-file "$KEYS" > "$D/serve2.log" 2>&1 &
+	"$WARD" serve --config conf.json --socket "$SOCK" --keys-file "$KEYS" \
+		--state-dir "$D/state2" > "$D/serve2.log" 2>&1 &
 	spid=$!
 	for _ in $(seq 100); do curl -sf --unix-socket "$SOCK" http://w/healthz > /dev/null && break; sleep 0.05; done
 	head -c 2000 /dev/zero > b2 &&

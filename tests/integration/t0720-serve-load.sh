@@ -17,7 +17,7 @@ mkdir -p "$D"
 start() {
 	"$WARD" keys add --keys-file "$D/keys" --tenant load --scopes execute --json |
 		python3 -c 'import json, sys; print(json.load(sys.stdin)["key"])' > "$D/key" &&
-	{ "$WARD" serve --socket "$SOCK" --keys-file "$D/keys" --max-executions 32 \
+	{ "$WARD" serve --socket "$SOCK" --keys-file "$D/keys" --state-dir "$D/state" --max-executions 32 \
 		--max-per-tenant 32 --audit-log "$D/audit.log" --audit-sync=false > "$D/serve.log" 2>&1 &
 	  echo $! > "$D/pid"; } &&
 	for _ in $(seq 100); do

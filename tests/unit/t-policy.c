@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "policy/internal.h"
 #include "ward/policy.h"
 #include "tap.h"
 
@@ -195,10 +196,10 @@ static const struct limit_case limit_cases[] = {
 	{ "pids", "--pids", 128,
 	  "64", 64,
 	  "12k", "--pids: expected a whole number, got \"12k\"",
-	  "0", "--pids: must be between 1 and 65536, got \"0\"",
+	  "1", "--pids: must be between 2 and 65536 (ward-init and the program are a process each), got \"1\"",
 	  "256", 256,
 	  "\"64\"", PJ "pids: expected a whole number, got \"64\"",
-	  "100000", PJ "pids: must be between 1 and 65536, got 100000" },
+	  "100000", PJ "pids: must be between 2 and 65536 (ward-init and the program are a process each), got 100000" },
 	{ "timeout", "--timeout", 30000,
 	  "1.5", 1500,
 	  "soon", "--timeout: expected a duration like \"30s\" or \"250ms\", got \"soon\"",
@@ -1081,6 +1082,229 @@ static void test_lint_round_trip(void)
 #undef EXP_IMPORT
 #undef EXP_CALL
 
+/* --- overrides only tighten (ward_policy_check_tighter) --- */
+
+struct span {
+	const char *name;
+	size_t offset, end, align;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* wp_limits[] and wp_members[] together must tile struct ward_policy: a
+ * member in neither table (one with no tightening rule) leaves a gap. */
+static void test_tighten_covers_struct(void)
+{
+	struct span spans[64];
+	size_t n = 0;
+	int good = 1;
+	for (size_t i = 0; i < wp_n_limits && n < 64; i++) {
+		spans[n++] = (struct span){ wp_limits[i].key, wp_limits[i].offset,
+					    wp_limits[i].offset + sizeof(uint64_t), _Alignof(uint64_t) };
+		if (!wp_limits[i].tight) {
+			good = 0;
+			diag("limits.%s has no tightening order", wp_limits[i].key);
+		}
+	}
+	ok(good, "every one of the %zu limits has a tightening order", wp_n_limits);
+	for (size_t i = 0; i < wp_n_members && n < 64; i++)
+		spans[n++] = (struct span){ wp_members[i].field, wp_members[i].offset,
+					    wp_members[i].end, wp_members[i].align };
+	qsort(spans, n, sizeof(spans[0]), span_cmp);
+	size_t end = 0;
+	good = 1;
+	for (size_t i = 0; i < n; i++) {
+		size_t want = (end + spans[i].align - 1) / spans[i].align * spans[i].align;
+		if (spans[i].offset != want) {
+			good = 0;
+			diag("bytes %zu-%zu of struct ward_policy (before %s) have no tightening rule",
+			     end, spans[i].offset, spans[i].name);
+		}
+		end = spans[i].end;
+	}
+	size_t a = _Alignof(struct ward_policy);
+	if ((end + a - 1) / a * a != sizeof(struct ward_policy)) {
+		good = 0;
+		diag("bytes %zu-%zu of struct ward_policy have no tightening rule", end,
+		     sizeof(struct ward_policy));
+	}
+	ok(good, "the limits and the %zu other rules cover every byte of struct ward_policy",
+	   wp_n_members);
+}
+
+/* The operator's policy for the walks: every limit finite where it can
+ * be, a mount, a lint name, cgroup required. */
+static void tighten_base(struct ward_policy *b)
+{
+	ward_policy_init(b, &err);
+	ok(load(b, "{\"limits\": {\"cpus\": 0.25, \"cpu_time\": \"10s\", \"file_size\": \"8M\"},"
+		   " \"mounts\": [{\"host\": \"/usr/share\", \"inside\": \"/data\"}],"
+		   " \"env\": {\"PROXY\": \"http://10.0.0.1\"}, \"cgroup\": {\"required\": true},"
+		   " \"lint\": {\"deny_imports\": [\"socket\"]}}") == 0, "the operator's policy loads");
+}
+
+static int tighter(const struct ward_policy *b, const struct ward_policy *p)
+{
+	ward_error_clear(&err);
+	return ward_policy_check_tighter(b, p, &err);
+}
+
+/* Each limit: one step looser is refused naming it, one step tighter
+ * passes; where 0 means "no limit", 0 is refused too. */
+static void test_tighten_limits(void)
+{
+	struct ward_policy b, p;
+	tighten_base(&b);
+	ward_policy_copy(&p, &b, &err);
+	is_int(tighter(&b, &p), 0, "the operator's own policy passes");
+	ward_policy_release(&p);
+	for (size_t i = 0; i < wp_n_limits; i++) {
+		const struct wp_limit *l = &wp_limits[i];
+		char field[64];
+		snprintf(field, sizeof(field), "limits.%s", l->key);
+		ward_policy_copy(&p, &b, &err);
+		uint64_t *v = (uint64_t *)(void *)((char *)&p + l->offset);
+		uint64_t base = *v;
+		*v = base + 1;
+		ok(tighter(&b, &p) == -EINVAL && strcmp(err.field, field) == 0,
+		   "%s one above the operator's is refused, naming the field", field);
+		if (err.field[0] && strcmp(err.field, field))
+			diag("field '%s', message '%s'", err.field, err.message);
+		*v = base - 1;
+		ok(tighter(&b, &p) == 0, "%s one below the operator's passes", field);
+		if (l->tight != WP_TIGHT_SMALLER) {
+			*v = 0;
+			ok(tighter(&b, &p) == -EINVAL && strcmp(err.field, field) == 0,
+			   "%s 0 (%s) is refused", field, l->zero);
+		}
+		ward_policy_release(&p);
+	}
+	ward_policy_copy(&p, &b, &err);
+	p.cpus_milli = 64000;
+	tighter(&b, &p);
+	is_str(err.message, "policy: limits.cpus: 64 is looser than the operator's 0.25; "
+	       "an override may only tighten the operator's policy", "the message is in the field's units");
+	ward_policy_release(&p);
+	/* file_size 0 is the workspace size: looser than 8M unless the workspace is smaller */
+	ward_policy_copy(&p, &b, &err);
+	p.fsize = 0;
+	ok(tighter(&b, &p) == -EINVAL && strcmp(err.field, "limits.file_size") == 0,
+	   "file_size 0 (the 64M workspace) is looser than 8M");
+	p.workspace_size = 4 * MiB;
+	is_int(tighter(&b, &p), 0, "file_size 0 with a 4M workspace is tighter than 8M");
+	ward_policy_release(&p);
+	ward_policy_release(&b);
+}
+
+typedef void (*loosen_fn)(struct ward_policy *p);
+
+static void l_mounts(struct ward_policy *p) { p->binds[0].writable = true; }
+static void l_env(struct ward_policy *p) { ward_policy_set(p, "env.unset", "PROXY", NULL, &err); }
+static void l_image(struct ward_policy *p) { free(p->image); p->image = strdup("other"); }
+static void l_network(struct ward_policy *p) { p->net = (enum ward_net_mode)1; }
+static void l_root(struct ward_policy *p) { p->root_inside = true; }
+static void l_cgroup(struct ward_policy *p) { p->require_cgroup = false; }
+static void l_degraded(struct ward_policy *p) { p->allow_degrade |= 1u << WARD_LAYER_LANDLOCK; }
+static void l_lint(struct ward_policy *p)
+{
+	free(p->lint_deny_imports[0]);
+	free(p->lint_deny_imports);
+	p->lint_deny_imports = NULL;
+	p->n_lint_deny_imports = 0;
+}
+static void f_workdir(struct ward_policy *p) { ward_policy_set(p, "workdir", "/tmp", NULL, &err); }
+static void f_hostname(struct ward_policy *p) { ward_policy_set(p, "hostname", "box", NULL, &err); }
+
+/* How this test loosens each member. A member of wp_members[] missing
+ * here fails the walk: a new member needs a case. */
+static const struct {
+	const char *field, *refused;  /* refused: the field path named; NULL: free */
+	loosen_fn fn;
+} loosen[] = {
+	{ "mounts", "mounts[0]", l_mounts },
+	{ "env", "env.PROXY", l_env },
+	{ "workdir", NULL, f_workdir },
+	{ "hostname", NULL, f_hostname },
+	{ "image", "image", l_image },
+	{ "network.mode", "network.mode", l_network },
+	{ "user.root", "user.root", l_root },
+	{ "cgroup.required", "cgroup.required", l_cgroup },
+	{ "allow_degraded", "allow_degraded", l_degraded },
+	{ "lint", "lint.deny_imports", l_lint },
+};
+
+static void test_tighten_members(void)
+{
+	struct ward_policy b, p;
+	tighten_base(&b);
+	for (size_t i = 0; i < wp_n_members; i++) {
+		const struct wp_member *m = &wp_members[i];
+		size_t k = 0;
+		while (k < sizeof(loosen) / sizeof(loosen[0]) && strcmp(loosen[k].field, m->field))
+			k++;
+		if (k == sizeof(loosen) / sizeof(loosen[0])) {
+			ok(0, "%s: the walk has a case for it", m->field);
+			continue;
+		}
+		ok((loosen[k].refused == NULL) == wp_member_is_free(m),
+		   "%s is %s", m->field, loosen[k].refused ? "checked" : "free to change");
+		ward_policy_copy(&p, &b, &err);
+		loosen[k].fn(&p);
+		if (loosen[k].refused)
+			ok(tighter(&b, &p) == -EINVAL && strcmp(err.field, loosen[k].refused) == 0 &&
+			   strstr(err.message, loosen[k].refused),
+			   "%s loosened is refused, naming %s", m->field, loosen[k].refused);
+		else
+			is_int(tighter(&b, &p), 0, "%s changed passes", m->field);
+		ward_policy_release(&p);
+	}
+	/* tightening members passes */
+	ward_policy_copy(&p, &b, &err);
+	free(p.binds[0].host);
+	free(p.binds[0].inside);
+	p.n_binds = 0;
+	ward_policy_set(&p, "env", "MINE=1", NULL, &err);
+	ward_policy_set(&p, "lint.deny_calls", "eval", NULL, &err);
+	ward_policy_set(&p, "lint.deny_imports", "os", NULL, &err);
+	is_int(tighter(&b, &p), 0, "fewer mounts, an added variable and added lint names pass");
+	ward_policy_release(&p);
+	ward_policy_copy(&p, &b, &err);
+	ward_policy_set(&p, "env", "PROXY=http://evil", NULL, &err);
+	ok(tighter(&b, &p) == -EINVAL && strcmp(err.field, "env.PROXY") == 0 &&
+	   strstr(err.message, "may not be changed"), "an operator's variable changed is refused");
+	ward_policy_release(&p);
+	ward_policy_release(&b);
+}
+
+static void test_error_field(void)
+{
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	load(&p, "{\"limits\": {\"memory\": \"lots\"}}");
+	is_str(err.field, "limits.memory", "a JSON error records its field path");
+	load(&p, "{\"limits\": {\"colour\": 1}}");
+	is_str(err.field, "limits.colour", "an unknown key records its path");
+	load(&p, "{\"env\": {\"A\": 1}}");
+	is_str(err.field, "env.A", "an env value records its path");
+	load(&p, "{\"cgroup\": {\"required\": 1}}");
+	is_str(err.field, "cgroup.required", "a nested bool records its path");
+	load(&p, "{\"limits\": ");
+	is_str(err.field, "", "a syntax error has no field");
+	set(&p, "limits.nofile", "1", "--nofile");
+	is_str(err.field, "limits.nofile", "a flag records its field");
+	p.tmp_inodes = 1;
+	ward_error_clear(&err);
+	ward_policy_validate(&p, &err);
+	is_str(err.field, "limits.tmp_inodes", "validate records its field");
+	ward_error_set(&err, 0, NULL, "x");
+	is_str(err.field, "", "ward_error_set clears the field");
+	ward_policy_release(&p);
+}
+
 int main(void)
 {
 	test_layers();
@@ -1112,5 +1336,9 @@ int main(void)
 	test_lint_validate();
 	test_lint_copy_equal();
 	test_lint_round_trip();
+	test_tighten_covers_struct();
+	test_tighten_limits();
+	test_tighten_members();
+	test_error_field();
 	return tap_done();
 }
