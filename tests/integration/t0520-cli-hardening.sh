@@ -130,6 +130,24 @@ test_expect_success REALROOT 'as root, --rw of a root-owned directory never writ
 	expect_eq $rc 2 && expect_eq "$(ls out)" "" && expect_contains "$(cat err)" "Permission denied"
 '
 
+# --- §7: a lint where it cannot apply is refused, not ignored ---
+test_expect_success 'ward run refuses a policy lint, naming the field' '
+	fresh &&
+	echo "{\"lint\": {\"deny_calls\": [\"eval\"]}}" >p.json &&
+	"$WARD" run --policy p.json -- sh -c "echo ran" >out 2>err; rc=$?
+	expect_eq $rc 2 && expect_eq "$(cat out)" "" &&
+	expect_eq "$(cat err)" "ward: error: p.json: lint.deny_calls: ward run cannot apply a lint: it starts a program, not a language kernel; only the python kernel applies it (ward exec --lang python, ward call, the HTTP API)" &&
+	echo "{\"lint\": {\"deny_imports\": [\"os\"]}}" >q.json &&
+	"$WARD" run --policy q.json -- true 2>err2; rc=$?
+	expect_eq $rc 2 && expect_contains "$(cat err2)" "q.json: lint.deny_imports: ward run cannot apply a lint"
+'
+test_expect_success PYTHON 'the same lint is applied by ward exec --lang python' '
+	fresh &&
+	echo "{\"lint\": {\"deny_calls\": [\"eval\"]}}" >p.json &&
+	"$WARD" exec --lang python --policy p.json -c "eval(\"1\")" >out 2>err; rc=$?
+	expect_eq $rc 3 && expect_contains "$(cat out err)" "lint.deny_calls"
+'
+
 # --- §7: figures and output a newcomer reads ---
 test_expect_success 'a run ended by timeout reports its CPU time' '
 	fresh &&
