@@ -49,6 +49,28 @@ open(\"planted\", \"w\").write(\"x\"); print(\"ready\", flush=True); time.sleep(
 	for i in $(seq 300); do grep -q ready out.txt 2>/dev/null && break; sleep 0.1; done
 	ln -s "$PWD/victim" late; wait
 	expect_contains "$(cat err)" "ward: artifacts: refusing the destination '"'"'$PWD/late'"'"': it is, or passes through, a symbolic link" &&
+	expect_eq "$(ls victim)" "" && expect_eq "$(cat rc)" 4
+'
+# late_link CODE [FLAGS...]: runs CODE with --artifacts late, plants late ->
+# victim once the code has written /sig/ready, and prints ward's exit status.
+late_link() {
+	local code=$1; shift
+	mkdir -p victim sig && chmod 777 sig &&
+	{ "$WARD" exec --lang python "$@" --rw "$PWD/sig:/sig" --artifacts "$PWD/late" -c "import time
+open(\"planted\", \"w\").write(\"x\"); open(\"/sig/ready\", \"w\").close(); time.sleep(2)
+$code" >out.txt 2>err; echo $? >rc; } &
+	for i in $(seq 300); do [ -e sig/ready ] && break; sleep 0.1; done
+	ln -s "$PWD/victim" late; wait
+	cat rc
+}
+test_expect_success PYTHON '--artifacts DIR: refused when copying, --json exits 4 as well' '
+	fresh && rc=$(late_link "pass" --json) &&
+	expect_eq "$rc" 4 && expect_contains "$(cat err)" "refusing the destination" &&
+	expect_eq "$(ls victim)" ""
+'
+test_expect_success PYTHON '--artifacts DIR: refused when copying, the code'"'"'s own error comes first (1)' '
+	fresh && rc=$(late_link "raise ValueError(1)") &&
+	expect_eq "$rc" 1 && expect_contains "$(cat err)" "refusing the destination" &&
 	expect_eq "$(ls victim)" ""
 '
 test_expect_success PYTHON '--artifacts DIR: a plain directory is created and filled' '
