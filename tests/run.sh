@@ -5,13 +5,16 @@
 # Suites: unit, fuzz corpus replay, integration, security — as root, then as
 # an unprivileged user, then as that user under `unshare -r` (unit, security
 # and the integration tests in USERNS_INTEGRATION); unit and
-# integration again under ASan+UBSan; a short libFuzzer smoke run. Under CI=true a skip counts as a failure unless its
-# description matches a line of tests/allowed-skips.txt (with a reason).
+# integration again under ASan+UBSan; a clang build with -Werror (build
+# only); a short libFuzzer smoke run. Under CI=true a skip counts as a failure
+# unless its description matches a line of tests/allowed-skips.txt (with a
+# reason).
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$SRC/build}" && pwd)
 ASAN_BUILD=$SRC/build-asan
 FUZZ_BUILD=$SRC/build-fuzz
+CLANG_BUILD=$SRC/build-clang
 FUZZ_SECONDS=${WARD_FUZZ_SECONDS:-20}
 TEST_USER=${WARD_TEST_USER:-ward-test}
 passed=0 failed=0 skipped=0
@@ -104,6 +107,28 @@ ensure_test_user() {
 		test -x "$BUILD/src/ward" -a -r "$SRC/tests/lib.sh"
 }
 
+# The tree must also build warning-free with clang (about 15 s from scratch
+# on 2 CPUs); one TAP test.
+clang_build() {
+	local log
+	if ! command -v clang >/dev/null; then
+		echo "ok 1 # SKIP clang -Werror build (clang is not installed)"
+		echo "1..1"
+		return 0
+	fi
+	log=$(mktemp)
+	if { [ -f "$CLANG_BUILD/build.ninja" ] ||
+	     CC=clang meson setup "$CLANG_BUILD" "$SRC" -Dwerror=true --buildtype=release; } >"$log" 2>&1 &&
+	   ninja -C "$CLANG_BUILD" >>"$log" 2>&1 && ! grep -q "warning:" "$log"; then
+		echo "ok 1 - clang -Werror build"
+	else
+		echo "not ok 1 - clang -Werror build"
+		grep -E "error|warning|FAILED" "$log" | head -30 | sed 's/^/# /'
+	fi
+	rm -f "$log"
+	echo "1..1"
+}
+
 fuzz_smoke() {
 	command -v clang >/dev/null || { echo "# no clang: fuzz smoke skipped"; return; }
 	if [ ! -f "$FUZZ_BUILD/build.ninja" ]; then
@@ -143,13 +168,10 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 # Under `unshare -r` the suites run as root of a user namespace that only
-# maps the caller: ward must see that it is not host root and map like
-# rootless (tests/lib.sh treats such a run as unprivileged). The pass takes
-# about 80 s on 2 CPUs, so it runs every suite but one: t0900-doctor.sh,
-# because `ward doctor` still takes root of a user namespace for host root
-# (its geteuid() checks) and reports idmapped mounts missing; add it back
-# once doctor tells the two apart.
-USERNS_INTEGRATION=${WARD_USERNS_INTEGRATION-$(cd "$SRC/tests/integration" && ls t[0-9]*.sh | grep -v '^t0900-doctor.sh$' | tr '\n' ' ')}
+# maps the caller: ward (and ward doctor) must see that it is not host root
+# and map like rootless (tests/lib.sh treats such a run as unprivileged). The
+# pass takes about 80 s on 2 CPUs and runs every suite.
+USERNS_INTEGRATION=${WARD_USERNS_INTEGRATION-$(cd "$SRC/tests/integration" && ls t[0-9]*.sh | tr '\n' ' ')}
 if command -v unshare >/dev/null; then
 	userns_as=
 	[ "$(id -u)" = 0 ] && id "$TEST_USER" >/dev/null 2>&1 && userns_as=$TEST_USER
@@ -174,6 +196,9 @@ if ninja -C "$ASAN_BUILD" >/dev/null; then
 else
 	failed=$((failed + 1)); failures+=("ASan build failed")
 fi
+
+echo "== clang build with -Werror"
+run_tap "clang -Werror build" clang_build
 
 echo "== fuzz smoke (${FUZZ_SECONDS}s per target)"
 run_tap "fuzz smoke" fuzz_smoke

@@ -5,7 +5,10 @@
  *
  * The program has two parts, both from lib/layers/seccomp-rules.h:
  *   1. argument guards, hand-assembled: clone, ioctl, personality, socket,
- *      socketpair and memfd_create are refused with a specific errno for some argument values.
+ *      socketpair, memfd_create and the calls that take a file mode (open,
+ *      openat, creat, mkdir, mkdirat, mknod, mknodat, chmod, fchmod,
+ *      fchmodat, fchmodat2) are refused with a specific errno for some
+ *      argument values.
  *      libseccomp cannot express "errno E unless the argument is in a set"
  *      for a syscall that is otherwise allowed (an unconditional rule absorbs
  *      the conditional ones), so these few checks are written by hand. They
@@ -43,11 +46,12 @@ enum label {
 	L_NEXT = -1,    /* the following instruction */
 	L_TABLE,        /* the end of the guards: the libseccomp program */
 	L_CLONE, L_IOCTL, L_IOCTL_DENY, L_PERSONALITY, L_SOCKET, L_SOCKET_DENY,
-	L_SOCKETPAIR, L_MEMFD,
+	L_SOCKETPAIR, L_MEMFD, L_OPEN, L_OPENAT, L_MODE_ARG1, L_MODE_ARG2,
+	L_MODE_ARG3, L_MODE_CHECK,
 	L_COUNT,
 };
 
-enum { GUARD_MAX = 96 };
+enum { GUARD_MAX = 128 };
 
 struct bpf_asm {
 	struct sock_filter insn[GUARD_MAX];
@@ -106,6 +110,16 @@ static int link_labels(struct bpf_asm *a)
 	return a->overflow ? -1 : 0;
 }
 
+/* The calls whose mode argument is always read, and its index. open and
+ * openat read theirs only when they create, and are dispatched apart. */
+static const struct {
+	int nr, arg;
+} mode_calls[] = {
+	{ __NR_chmod, 1 }, { __NR_fchmod, 1 }, { __NR_creat, 1 },
+	{ __NR_mkdir, 1 }, { __NR_mknod, 1 }, { __NR_fchmodat, 2 },
+	{ __NR_fchmodat2, 2 }, { __NR_mkdirat, 2 }, { __NR_mknodat, 2 },
+};
+
 static void guard_dispatch(struct bpf_asm *a)
 {
 	/* Foreign ABIs go straight to the table, whose arch check kills them;
@@ -119,6 +133,11 @@ static void guard_dispatch(struct bpf_asm *a)
 	emit(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, L_SOCKET, L_NEXT);
 	emit(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, L_SOCKETPAIR, L_NEXT);
 	emit(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_memfd_create, L_MEMFD, L_NEXT);
+	emit(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_open, L_OPEN, L_NEXT);
+	emit(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_openat, L_OPENAT, L_NEXT);
+	for (size_t i = 0; i < ARRAY_SIZE(mode_calls); i++)
+		emit(a, BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)mode_calls[i].nr,
+		     mode_calls[i].arg == 1 ? L_MODE_ARG1 : L_MODE_ARG2, L_NEXT);
 	emit(a, BPF_JMP | BPF_JA, 0, L_TABLE, L_TABLE);
 }
 
@@ -172,6 +191,30 @@ static void guard_personality_socket(struct bpf_asm *a)
 	stmt(a, BPF_RET | BPF_K, RET_ERRNO(WARD_SC_MEMFD_ERRNO));
 }
 
+/* A set-id mode: EPERM. open and openat look at the mode only when their
+ * flags create a file, as the kernel does (it ignores the mode otherwise). */
+static void guard_setid_mode(struct bpf_asm *a)
+{
+	here(a, L_OPEN);
+	stmt(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(1));
+	emit(a, BPF_JMP | BPF_JSET | BPF_K, WARD_SC_CREATE_FLAGS, L_MODE_ARG2, L_TABLE);
+	here(a, L_OPENAT);
+	stmt(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(2));
+	emit(a, BPF_JMP | BPF_JSET | BPF_K, WARD_SC_CREATE_FLAGS, L_MODE_ARG3, L_TABLE);
+
+	here(a, L_MODE_ARG1);
+	stmt(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(1));
+	emit(a, BPF_JMP | BPF_JA, 0, L_MODE_CHECK, L_MODE_CHECK);
+	here(a, L_MODE_ARG2);
+	stmt(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(2));
+	emit(a, BPF_JMP | BPF_JA, 0, L_MODE_CHECK, L_MODE_CHECK);
+	here(a, L_MODE_ARG3);
+	stmt(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(3));
+	here(a, L_MODE_CHECK);
+	emit(a, BPF_JMP | BPF_JSET | BPF_K, WARD_SC_SETID_MODE, L_NEXT, L_TABLE);
+	stmt(a, BPF_RET | BPF_K, RET_ERRNO(WARD_SC_SETID_ERRNO));
+}
+
 static int build_guards(struct bpf_asm *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -180,6 +223,7 @@ static int build_guards(struct bpf_asm *a)
 	guard_dispatch(a);
 	guard_clone_ioctl(a);
 	guard_personality_socket(a);
+	guard_setid_mode(a);
 	if (link_labels(a) < 0) {
 		fprintf(stderr, "gen-seccomp: guard program does not assemble\n");
 		return -1;

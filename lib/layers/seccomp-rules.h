@@ -13,12 +13,14 @@
 #define WARD_SECCOMP_RULES_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/personality.h>
 #include <sched.h>
 #include <linux/netlink.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 /* Syscalls newer than the 6.1 uapi headers (the kernel is 6.18). */
@@ -77,7 +79,9 @@ struct ward_sc_rule {
 
 static const struct ward_sc_rule ward_sc_rules[] = {
 	/* files and descriptors */
-	ALLOW(read), ALLOW(write), ALLOW(open), ALLOW(openat), ALLOW(openat2),
+	/* open, openat, creat, mkdir, mkdirat, mknod, mknodat, chmod, fchmod,
+	 * fchmodat and fchmodat2 refuse a set-id mode in the argument guard */
+	ALLOW(read), ALLOW(write), ALLOW(open), ALLOW(openat),
 	ALLOW(creat), ALLOW(close), ALLOW(close_range), ALLOW(lseek),
 	ALLOW(pread64), ALLOW(pwrite64), ALLOW(readv), ALLOW(writev),
 	ALLOW(preadv), ALLOW(pwritev), ALLOW(preadv2), ALLOW(pwritev2),
@@ -188,6 +192,9 @@ static const struct ward_sc_rule ward_sc_rules[] = {
 	DENY(io_uring_register, ENOSYS),
 	/* so glibc falls back to clone(2), whose flags the guard can read */
 	DENY(clone3, ENOSYS),
+	/* its mode sits in memory that seccomp cannot read, so a set-id mode
+	 * could not be refused: libc and runtimes fall back to openat */
+	DENY(openat2, ENOSYS),
 	/* other processes' memory and the kernel's tracing machinery */
 	DENY(ptrace, EPERM), DENY(process_vm_readv, EPERM),
 	DENY(process_vm_writev, EPERM), DENY(bpf, EPERM),
@@ -253,5 +260,17 @@ static const uint32_t ward_sc_netlink_protocols[] = { NETLINK_ROUTE };
  * execveat(AT_EMPTY_PATH) or through /proc/self/fd. A sealed one cannot. */
 #define WARD_SC_MEMFD_REQUIRED 0x0008u /* MFD_NOEXEC_SEAL, Linux >= 6.3 */
 #define WARD_SC_MEMFD_ERRNO ENOSYS
+
+/* A mode with S_ISUID or S_ISGID: EPERM, from chmod, fchmod, fchmodat,
+ * fchmodat2, creat, mkdir, mkdirat, mknod, mknodat, and open and openat when
+ * they create (O_CREAT or O_TMPFILE). A --rw directory is an idmapped mount
+ * on which the sandbox user is the directory's owner on the host: a set-id
+ * file made there would, run on the host, take that owner's identity. There
+ * is no "strip the bit" in seccomp; programs see the errno the kernel gives
+ * an unprivileged chmod of someone else's file. */
+#define WARD_SC_SETID_MODE ((uint32_t)(S_ISUID | S_ISGID))
+#define WARD_SC_O_TMPFILE_BIT 020000000u /* __O_TMPFILE, without O_DIRECTORY */
+#define WARD_SC_CREATE_FLAGS ((uint32_t)O_CREAT | WARD_SC_O_TMPFILE_BIT)
+#define WARD_SC_SETID_ERRNO EPERM
 
 #endif

@@ -2,6 +2,7 @@
 #ifndef WARD_CLI_DOCTOR_PROBES_H
 #define WARD_CLI_DOCTOR_PROBES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -19,5 +20,11 @@ int doc_userns_fd(void);
 int doc_try_idmap(const void *arg);
 int doc_try_filter(const void *arg);
 int doc_try_int80(const void *arg);
+/* Whether this process is in the initial user namespace, by the library's
+ * rule (lib/layers/userns.c: its uid_map maps all 2^32-1 ids). Root of a
+ * nested one, as under `unshare -r`, is not host root: ward maps like an
+ * unprivileged user there. *host_uid (may be NULL) is the host id that the
+ * euid stands for, or -1 when the map does not say. */
+bool doc_initial_userns(long long *host_uid);
 
 #endif

@@ -161,6 +161,26 @@ static void doc_userns_fix(struct doc_result *r, int e)
 		    "seccomp profile, a chroot, an LSM): run ward outside it");
 }
 
+/* Root of the initial user namespace. Root of a nested one (`unshare -r`)
+ * holds no host rights, and ward maps like an unprivileged user there. */
+static bool doc_host_root(void)
+{
+	return geteuid() == 0 && doc_initial_userns(NULL);
+}
+
+/* "created as uid N", and under `unshare -r` what that uid is on the host. */
+static void doc_userns_who(struct doc_result *r, const char *what)
+{
+	long long host;
+	ADD(r->detail, "%s as uid %u", what, geteuid());
+	if (doc_initial_userns(&host))
+		return;
+	if (host >= 0)
+		ADD(r->detail, " of a nested user namespace (host uid %lld)", host);
+	else
+		ADD(r->detail, " of a nested user namespace");
+}
+
 static void doc_probe_userns(UNUSED const struct doc_check *c, struct doc_result *r)
 {
 	int flags = CLONE_NEWUSER;
@@ -168,7 +188,7 @@ static void doc_probe_userns(UNUSED const struct doc_check *c, struct doc_result
 	int e = doc_child(doc_try_unshare, &flags);
 	doc_userns_err = e;
 	/* root may where others may not: tell whether rootless ward would work */
-	bool tried = e == 0 && geteuid() == 0;
+	bool tried = e == 0 && doc_host_root();
 	int u = tried ? doc_child(doc_try_unshare_as_nobody, &flags) : 0;
 	doc_data(r, json_pack("{s:o, s:o, s:o, s:o, s:o}", "errno", doc_jerrno(e),
 			      "max_user_namespaces", doc_jlong(max),
@@ -179,12 +199,16 @@ static void doc_probe_userns(UNUSED const struct doc_check *c, struct doc_result
 			      "unprivileged", tried ? json_boolean(u == 0) : json_null()));
 	if (e != 0) {
 		r->state = DOC_MISSING;
-		ADD(r->detail, "cannot create one as uid %u: %s", geteuid(), doc_why(e));
+		doc_userns_who(r, "cannot create one");
+		ADD(r->detail, ": %s", doc_why(e));
 		ADD(r->without, "ward cannot run at all: every sandbox starts in a new user namespace");
 		doc_userns_fix(r, e);
 		return;
 	}
-	ADD(r->detail, "created as uid %u", geteuid());
+	doc_userns_who(r, "created");
+	if (geteuid() == 0 && !doc_host_root())
+		ADD(r->detail, ", which holds no capabilities on the host: ward maps like an "
+		    "unprivileged user here");
 	if (tried && u == 0)
 		ADD(r->detail, " and as an unprivileged user (uid %d)", DOC_NOBODY);
 	if (tried && u != 0) {
@@ -333,7 +357,7 @@ static void doc_cgroup_degraded(struct doc_result *r, int version)
 	if (version == 0)
 		ADD(r->fix, "mount cgroup2 on /sys/fs/cgroup (CONFIG_CGROUPS=y, CONFIG_MEMCG=y, "
 		    "CONFIG_CGROUP_PIDS=y)");
-	else if (geteuid() != 0)
+	else if (!doc_host_root())
 		ADD(r->fix, "run ward as root, or let root create %s/ward owned by this user "
 		    "(ward puts every sandbox's cgroup there)",
 		    version == 2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/{memory,pids}");
@@ -488,9 +512,11 @@ static void doc_probe_overlay(UNUSED const struct doc_check *c, struct doc_resul
 static void doc_probe_idmap(UNUSED const struct doc_check *c, struct doc_result *r)
 {
 	int e;
-	if (geteuid() != 0) {
+	if (!doc_host_root()) {
 		r->state = DOC_SKIPPED;
-		ADD(r->detail, "not checked: idmapping a mount needs root");
+		ADD(r->detail, "not checked: idmapping a mount needs root%s",
+		    geteuid() == 0 ? " of the initial user namespace, and this is root of a "
+		    "nested one (as under unshare -r)" : "");
 		return;
 	}
 	if (doc_child_in_tmpdir(doc_try_idmap, &e) < 0) {
@@ -679,10 +705,10 @@ static int doc_print_json(struct doc_result *res, bool ready, const char *summar
 			"detail", r->detail, "without", doc_jstr(r->without),
 			"fix", doc_jstr(r->fix), "data", take_ptr(r->data)));
 	}
-	json_t *root = json_pack("{s:s, s:s, s:s, s:I, s:b, s:s, s:o}",
+	json_t *root = json_pack("{s:s, s:s, s:s, s:I, s:b, s:b, s:s, s:o}",
 				 "ward_version", WARD_VERSION, "kernel", u.release,
 				 "machine", u.machine, "euid", (json_int_t)geteuid(),
-				 "ready", ready, "summary", summary, "checks", checks);
+				 "initial_userns", doc_initial_userns(NULL), "ready", ready, "summary", summary, "checks", checks);
 	char *s = root && json_array_size(checks) == DOC_N ? json_dumps(root, 0) : NULL;
 	json_decref(root);
 	if (!s) {

@@ -4,7 +4,8 @@
  * function call), collects streams, results, rich outputs, errors and
  * artifacts, and prints them for a person (terminal) or as one JSON verdict
  * (--json). Exit status: 0 when every cell ran cleanly, 1 when code raised,
- * 3 for a lint hit (policy_violation), otherwise as `ward run` (125 setup,
+ * 3 for a lint hit (policy_violation), 4 when a clean run's --artifacts could
+ * not be copied (the reason on stderr), otherwise as `ward run` (125 setup,
  * 128+N killed by a limit or signal).
  */
 #include <fcntl.h>
@@ -26,7 +27,7 @@
 #include "ward/result.h"
 #include "workspace.h"
 
-enum { EXIT_USAGE = 2, EXIT_LINT = 3, EXIT_SETUP = 125 };
+enum { EXIT_USAGE = 2, EXIT_LINT = 3, EXIT_ARTIFACTS = 4, EXIT_SETUP = 125 };
 
 /* The terminal's view of the result: the builder's events, printed. */
 struct out {
@@ -161,6 +162,7 @@ struct job {
 	char *codes[WARD_CLI_MAX_CELLS]; /* exec: the cells, loaded before start */
 	char *tool_src;         /* call: the tool file */
 	json_t *args;           /* call: the arguments */
+	bool artifacts_failed;  /* --artifacts DIR could not be filled */
 };
 
 static int run_cells(struct job *j, struct ward_error *err)
@@ -244,8 +246,9 @@ static const char exec_usage[] =
 	"\n"
 	"Runs code in a language kernel inside a fresh sandbox. Cells share one\n"
 	"namespace (variables persist); the value of a cell's last expression is its\n"
-	"result. Exit status: 0 ok, 1 the code raised, 3 policy_violation, 125 setup\n"
-	"failed, 128+N killed by a limit or signal N.\n"
+	"result. Exit status: 0 ok, 1 the code raised, 3 policy_violation, 4 the\n"
+	"artifacts could not be copied, 125 setup failed, 128+N killed by a limit\n"
+	"or signal N.\n"
 	"\n"
 	"  -l, --lang LANG        python, node or bash\n"
 	"  -c, --code CODE        a cell (repeatable)\n"
@@ -368,8 +371,10 @@ static int drive(struct job *j, struct ward_verdict *v, struct ward_error *err)
 						    .max_count = 100 };
 		struct ward_error aerr;
 		if (ward_kernel_artifacts(j->k, j->o->artifacts_dir, &lim, &j->out.r.artifacts,
-					  &j->out.r.skipped, &aerr) < 0 && j->o->artifacts_dir)
+					  &j->out.r.skipped, &aerr) < 0 && j->o->artifacts_dir) {
 			fprintf(stderr, "ward: %s: %s\n", aerr.layer, aerr.message);
+			j->artifacts_failed = true;
+		}
 	}
 	ward_result_to_verdict(&j->out.r, v);
 	int s = ward_kernel_stop(j->k, v, err);
@@ -439,6 +444,10 @@ int ward_cli_code(int mode, int argc, char **argv)
 	else
 		print_terminal(&j, &v);
 	status = ward_cli_exit_status(&v);
+	/* the code's own failure says more; a clean run whose files were not
+	 * delivered must not look like success */
+	if (status == 0 && j.artifacts_failed)
+		status = EXIT_ARTIFACTS;
 	ward_verdict_release(&v);
 out:
 	release_job(&j);

@@ -2,6 +2,7 @@
  * Exit status: the program's; 128+N for signal N; 125 when the sandbox
  * could not be set up (the reason on stderr names the layer); 2 for usage
  * errors. */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,6 +48,23 @@ static void print_summary(const struct ward_cli_run *o, const struct ward_verdic
 	}
 }
 
+/* The lint is read by the Python kernel alone; `ward run` starts a program,
+ * not a kernel, so a lint would be silently ignored: refuse it instead. */
+static int refuse_lint(const struct ward_cli_run *o, const struct ward_policy *p,
+		       struct ward_error *err)
+{
+	const char *field = p->n_lint_deny_imports ? "lint.deny_imports"
+			    : p->n_lint_deny_calls ? "lint.deny_calls" : NULL;
+	if (!field)
+		return 0;
+	return ward_error_set(err, EINVAL, "cli",
+			      "%s%s%s: ward run cannot apply a lint: it starts a program, not a "
+			      "language kernel; only the python kernel applies it (ward exec "
+			      "--lang python, ward call, the HTTP API)",
+			      o->policy_file ? o->policy_file : "", o->policy_file ? ": " : "",
+			      field);
+}
+
 int ward_cli_run(int argc, char **argv)
 {
 	struct ward_cli_run *o = calloc(1, sizeof(*o));
@@ -81,6 +99,10 @@ int ward_cli_run(int argc, char **argv)
 		if (s)
 			puts(s);
 		free(s);
+		goto out;
+	}
+	if (refuse_lint(o, &policy, &err) < 0) {
+		print_error(&err);
 		goto out;
 	}
 	/* Leftovers of supervisors that were killed are removed first. */

@@ -724,6 +724,7 @@ static int parse_listen(const char *spec, struct sockaddr_in *sa)
 
 /* libmicrohttpd's own messages (malformed requests, mostly): clients choose
  * how many there are, so at most 10 a minute reach stderr. */
+__attribute__((format(printf, 2, 0)))
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	static uint64_t window_ns;

@@ -49,6 +49,28 @@ open(\"planted\", \"w\").write(\"x\"); print(\"ready\", flush=True); time.sleep(
 	for i in $(seq 300); do grep -q ready out.txt 2>/dev/null && break; sleep 0.1; done
 	ln -s "$PWD/victim" late; wait
 	expect_contains "$(cat err)" "ward: artifacts: refusing the destination '"'"'$PWD/late'"'"': it is, or passes through, a symbolic link" &&
+	expect_eq "$(ls victim)" "" && expect_eq "$(cat rc)" 4
+'
+# late_link CODE [FLAGS...]: runs CODE with --artifacts late, plants late ->
+# victim once the code has written /sig/ready, and prints ward's exit status.
+late_link() {
+	local code=$1; shift
+	mkdir -p victim sig && chmod 777 sig &&
+	{ "$WARD" exec --lang python "$@" --rw "$PWD/sig:/sig" --artifacts "$PWD/late" -c "import time
+open(\"planted\", \"w\").write(\"x\"); open(\"/sig/ready\", \"w\").close(); time.sleep(2)
+$code" >out.txt 2>err; echo $? >rc; } &
+	for i in $(seq 300); do [ -e sig/ready ] && break; sleep 0.1; done
+	ln -s "$PWD/victim" late; wait
+	cat rc
+}
+test_expect_success PYTHON '--artifacts DIR: refused when copying, --json exits 4 as well' '
+	fresh && rc=$(late_link "pass" --json) &&
+	expect_eq "$rc" 4 && expect_contains "$(cat err)" "refusing the destination" &&
+	expect_eq "$(ls victim)" ""
+'
+test_expect_success PYTHON '--artifacts DIR: refused when copying, the code'"'"'s own error comes first (1)' '
+	fresh && rc=$(late_link "raise ValueError(1)") &&
+	expect_eq "$rc" 1 && expect_contains "$(cat err)" "refusing the destination" &&
 	expect_eq "$(ls victim)" ""
 '
 test_expect_success PYTHON '--artifacts DIR: a plain directory is created and filled' '
@@ -128,6 +150,24 @@ test_expect_success REALROOT 'as root, --rw of a root-owned directory never writ
 	mkdir out && chmod 755 out &&
 	"$WARD" run --rw ./out:/out -- sh -c "echo hi > /out/f" 2>err; rc=$?
 	expect_eq $rc 2 && expect_eq "$(ls out)" "" && expect_contains "$(cat err)" "Permission denied"
+'
+
+# --- §7: a lint where it cannot apply is refused, not ignored ---
+test_expect_success 'ward run refuses a policy lint, naming the field' '
+	fresh &&
+	echo "{\"lint\": {\"deny_calls\": [\"eval\"]}}" >p.json &&
+	"$WARD" run --policy p.json -- sh -c "echo ran" >out 2>err; rc=$?
+	expect_eq $rc 2 && expect_eq "$(cat out)" "" &&
+	expect_eq "$(cat err)" "ward: error: p.json: lint.deny_calls: ward run cannot apply a lint: it starts a program, not a language kernel; only the python kernel applies it (ward exec --lang python, ward call, the HTTP API)" &&
+	echo "{\"lint\": {\"deny_imports\": [\"os\"]}}" >q.json &&
+	"$WARD" run --policy q.json -- true 2>err2; rc=$?
+	expect_eq $rc 2 && expect_contains "$(cat err2)" "q.json: lint.deny_imports: ward run cannot apply a lint"
+'
+test_expect_success PYTHON 'the same lint is applied by ward exec --lang python' '
+	fresh &&
+	echo "{\"lint\": {\"deny_calls\": [\"eval\"]}}" >p.json &&
+	"$WARD" exec --lang python --policy p.json -c "eval(\"1\")" >out 2>err; rc=$?
+	expect_eq $rc 3 && expect_contains "$(cat out err)" "lint.deny_calls"
 '
 
 # --- §7: figures and output a newcomer reads ---

@@ -50,7 +50,7 @@ test_expect_success '--json is one object with the documented keys' '
 	python3 -c "
 import json, sys
 d = json.load(open(\"out\"))
-for k in (\"ward_version\", \"kernel\", \"machine\", \"euid\", \"ready\", \"summary\", \"checks\"):
+for k in (\"ward_version\", \"kernel\", \"machine\", \"euid\", \"initial_userns\", \"ready\", \"summary\", \"checks\"):
     assert k in d, k
 for c in d[\"checks\"]:
     for k in (\"id\", \"name\", \"state\", \"required\", \"detail\", \"without\", \"fix\", \"data\"):
@@ -95,6 +95,19 @@ test_expect_success ROOT 'as root, idmapped mounts are checked, not skipped' '
 '
 test_expect_success NONROOT 'unprivileged, the idmapped mount check is skipped with a reason' '
 	"$WARD" doctor >out && grep -q "^skipped  *idmapped mounts: not checked: " out
+'
+# Root of a nested user namespace is not host root: doctor must not report
+# what only host root could do (idmapped mounts) as missing, nor call
+# unprivileged user namespaces broken because it cannot switch to nobody.
+unshare -r true 2>/dev/null || test_set_prereq_missing UNSHARE "unshare -r does not work here"
+test_expect_success UNSHARE 'under unshare -r, doctor knows it is not host root' '
+	unshare -r "$WARD" doctor >out; rc=$?
+	cat out
+	expect_eq $rc 0 &&
+	grep -q "^ok  *user namespaces: created as uid 0 of a nested user namespace (host uid [0-9]*), which holds no capabilities on the host" out &&
+	grep -q "^skipped  *idmapped mounts: not checked: idmapping a mount needs root of the initial user namespace" out &&
+	! grep -q "rootless ward will not work" out &&
+	expect_eq "$(unshare -r "$WARD" doctor --json | python3 -c "import json, sys; print(json.load(sys.stdin)[\"initial_userns\"])")" False
 '
 test_expect_success 'an unknown option is exit 2 and names the option' '
 	"$WARD" doctor --bogus >out 2>err; rc=$?

@@ -55,6 +55,12 @@
 #ifndef __NR_open_tree_attr
 #define __NR_open_tree_attr 467
 #endif
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
+#ifndef O_TMPFILE
+#define O_TMPFILE (020000000 | O_DIRECTORY)
+#endif
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
 #endif
@@ -483,6 +489,112 @@ static long p_execve_written(const char *arg)
 	return r;
 }
 
+/* Set-id modes (docs/seccomp.md). Each attempt works in a fresh directory
+ * under ARG (default /tmp), e.g. a --rw mount, on a file of its own: the
+ * kernel would allow every one, so EPERM is the filter's. Whatever was made
+ * is removed before the result is reported. */
+struct scratch {
+	char dir[256], file[300], made[300];
+	int fd;
+};
+
+static long scratch_open(struct scratch *s, const char *arg)
+{
+	int n = snprintf(s->dir, sizeof(s->dir), "%s/ward-probe-XXXXXX", arg ? arg : "/tmp");
+
+	s->fd = -1;
+	if (n < 0 || (size_t)n >= sizeof(s->dir) || !mkdtemp(s->dir))
+		return -EINVAL;
+	snprintf(s->file, sizeof(s->file), "%s/f", s->dir);
+	snprintf(s->made, sizeof(s->made), "%s/made", s->dir);
+	s->fd = open(s->file, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	return s->fd < 0 ? -errno : 0;
+}
+
+static long scratch_close(struct scratch *s, long r)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	unlink(s->made);
+	rmdir(s->made);
+	unlink(s->file);
+	rmdir(s->dir);
+	return r;
+}
+
+enum setid_call {
+	SC_CHMOD, SC_FCHMOD, SC_FCHMODAT, SC_FCHMODAT2, SC_OPEN, SC_OPENAT,
+	SC_TMPFILE, SC_CREAT, SC_MKDIR, SC_MKDIRAT, SC_MKNOD, SC_MKNODAT,
+	SC_OPEN_EXISTING,
+};
+
+static long setid_call(struct scratch *s, enum setid_call c, long mode)
+{
+	long creat = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, fd;
+
+	switch (c) {
+	case SC_CHMOD: return R2(__NR_chmod, P(s->file), mode);
+	case SC_FCHMOD: return R2(__NR_fchmod, s->fd, mode);
+	case SC_FCHMODAT: return R3(__NR_fchmodat, AT_FDCWD, P(s->file), mode);
+	case SC_FCHMODAT2: return R4(__NR_fchmodat2, AT_FDCWD, P(s->file), mode, 0);
+	case SC_OPEN: fd = R3(__NR_open, P(s->made), creat, mode); break;
+	case SC_OPENAT: fd = R4(__NR_openat, AT_FDCWD, P(s->made), creat, mode); break;
+	case SC_TMPFILE: fd = R4(__NR_openat, AT_FDCWD, P(s->dir), O_TMPFILE | O_WRONLY | O_CLOEXEC, mode); break;
+	case SC_CREAT: fd = R2(__NR_creat, P(s->made), mode); break;
+	case SC_MKDIR: return R2(__NR_mkdir, P(s->made), mode);
+	case SC_MKDIRAT: return R3(__NR_mkdirat, AT_FDCWD, P(s->made), mode);
+	case SC_MKNOD: return R3(__NR_mknod, P(s->made), S_IFREG | mode, 0);
+	case SC_MKNODAT: return R4(__NR_mknodat, AT_FDCWD, P(s->made), S_IFIFO | mode, 0);
+	/* without O_CREAT the kernel ignores the mode, and so must the filter */
+	case SC_OPEN_EXISTING: fd = R3(__NR_open, P(s->file), O_RDONLY | O_CLOEXEC, mode); break;
+	default: return -EINVAL;
+	}
+	if (fd >= 0)
+		close((int)fd);
+	return fd < 0 ? fd : 0;
+}
+
+static long setid(const char *arg, enum setid_call c, long mode)
+{
+	struct scratch s;
+	long r = scratch_open(&s, arg);
+
+	return scratch_close(&s, r < 0 ? r : setid_call(&s, c, mode));
+}
+
+#define SUID (long)S_ISUID
+#define SGID (long)S_ISGID
+static long p_chmod_setuid(const char *a) { return setid(a, SC_CHMOD, SUID | 0755); }
+static long p_chmod_setgid(const char *a) { return setid(a, SC_CHMOD, SGID | 0755); }
+static long p_chmod_setuid_high(const char *a) { return setid(a, SC_CHMOD, HIGH_BITS | SUID | 0755); }
+static long p_fchmod_setuid(const char *a) { return setid(a, SC_FCHMOD, SUID | 0755); }
+static long p_fchmodat_setgid(const char *a) { return setid(a, SC_FCHMODAT, SGID | 0755); }
+static long p_fchmodat2_setuid(const char *a) { return setid(a, SC_FCHMODAT2, SUID | 0755); }
+static long p_open_creat_setuid(const char *a) { return setid(a, SC_OPEN, SUID | 0755); }
+static long p_openat_creat_setgid(const char *a) { return setid(a, SC_OPENAT, SGID | 0755); }
+static long p_openat_tmpfile_setuid(const char *a) { return setid(a, SC_TMPFILE, SUID | 0755); }
+static long p_creat_setuid(const char *a) { return setid(a, SC_CREAT, SUID | 0755); }
+static long p_mkdir_setgid(const char *a) { return setid(a, SC_MKDIR, SGID | 0755); }
+static long p_mkdirat_setuid(const char *a) { return setid(a, SC_MKDIRAT, SUID | 0755); }
+static long p_mknod_setuid(const char *a) { return setid(a, SC_MKNOD, SUID | 0755); }
+static long p_mknodat_setgid(const char *a) { return setid(a, SC_MKNODAT, SGID | 0644); }
+static long p_chmod_plain(const char *a) { return setid(a, SC_CHMOD, 01755); }
+static long p_openat_creat_plain(const char *a) { return setid(a, SC_OPENAT, 0755); }
+static long p_open_setuid_nocreat(const char *a) { return setid(a, SC_OPEN_EXISTING, SUID | 0755); }
+
+/* openat2 carries its mode in a struct seccomp cannot read: ENOSYS, so
+ * callers fall back to openat. Opening "/" read-only always works. */
+static long p_openat2(const char *arg)
+{
+	uint64_t how[3] = { O_RDONLY | O_CLOEXEC, 0, 0 };
+	long fd = R4(__NR_openat2, AT_FDCWD, P("/"), P(how), (long)sizeof(how));
+
+	(void)arg;
+	if (fd >= 0)
+		close((int)fd);
+	return fd < 0 ? fd : 0;
+}
+
 /* --- the table --- */
 
 enum {
@@ -571,6 +683,24 @@ static const struct item items[] = {
 	{ "netlink-route", p_netlink_route, ALL },
 	{ "memfd-plain", p_memfd_plain, ALL },
 	{ "memfd-sealed", p_memfd_sealed, ALL },
+	{ "chmod-setuid", p_chmod_setuid, ALL },
+	{ "chmod-setgid", p_chmod_setgid, ALL },
+	{ "chmod-setuid-high", p_chmod_setuid_high, ALL },
+	{ "fchmod-setuid", p_fchmod_setuid, ALL },
+	{ "fchmodat-setgid", p_fchmodat_setgid, ALL },
+	{ "fchmodat2-setuid", p_fchmodat2_setuid, ALL },
+	{ "open-creat-setuid", p_open_creat_setuid, ALL },
+	{ "openat-creat-setgid", p_openat_creat_setgid, ALL },
+	{ "openat-tmpfile-setuid", p_openat_tmpfile_setuid, ALL },
+	{ "creat-setuid", p_creat_setuid, ALL },
+	{ "mkdir-setgid", p_mkdir_setgid, ALL },
+	{ "mkdirat-setuid", p_mkdirat_setuid, ALL },
+	{ "mknod-setuid", p_mknod_setuid, ALL },
+	{ "mknodat-setgid", p_mknodat_setgid, ALL },
+	{ "openat2", p_openat2, ALL },
+	{ "chmod-sticky", p_chmod_plain, ALL },
+	{ "openat-creat-plain", p_openat_creat_plain, ALL },
+	{ "open-setuid-nocreat", p_open_setuid_nocreat, ALL },
 	/* escape probes, one at a time */
 	{ "memfd-exec", p_memfd_exec, 0 },
 	{ "mmap-exec", p_mmap_exec, 0 },
