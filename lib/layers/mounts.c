@@ -284,9 +284,13 @@ static int check_source(int fd, const char *src, struct ward_error *err)
  * group, and what the program creates there belongs to that owner on the
  * host. Needs CAP_SYS_ADMIN in the initial namespace, so it is done here
  * and the sealed mount is handed to the child (m->fd). A source owned by
- * root (uid or gid 0) is left as a plain bind: the sandbox never writes as
- * host root, where a setuid file it made would be root's. A filesystem
- * without idmap support also keeps the plain bind. */
+ * root is mapped like any other (`ward run --rw ./out:/out` as root works,
+ * and the files are root's), which is safe only because nothing the program
+ * makes there can carry privilege: seccomp refuses every set-id mode, the
+ * program holds no capability (no CAP_SETFCAP for file capabilities, no
+ * CAP_FSETID, so a write to an existing setuid file clears its bit), and the
+ * mount is nosuid and nodev. A filesystem without idmap support keeps the
+ * plain bind. */
 static int idmap_bind(struct ward_plan *plan, struct ward_mount_op *m, struct ward_error *err)
 {
 	struct stat st;
@@ -296,7 +300,7 @@ static int idmap_bind(struct ward_plan *plan, struct ward_mount_op *m, struct wa
 	int r = 0;
 	if (fstat(tree, &st) < 0)
 		r = fail(err, "unable to stat", m->src);
-	if (r < 0 || st.st_uid == 0 || st.st_gid == 0) {
+	if (r < 0) {
 		close(tree);
 		return r;
 	}

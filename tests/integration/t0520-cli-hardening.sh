@@ -145,11 +145,14 @@ test_expect_success NONROOT 'rootless, --rw of my directory: files written are m
 	mkdir out && "$WARD" run --rw ./out:/out -- sh -c "echo hi > /out/f" &&
 	expect_eq "$(stat -c %u out/f)" "$(id -u)"
 '
-test_expect_success REALROOT 'as root, --rw of a root-owned directory never writes as host root' '
+test_expect_success REALROOT 'as root, --rw of a root-owned directory (the README example) works; nothing there becomes set-id' '
 	fresh &&
 	mkdir out && chmod 755 out &&
-	"$WARD" run --rw ./out:/out -- sh -c "echo hi > /out/f" 2>err; rc=$?
-	expect_eq $rc 2 && expect_eq "$(ls out)" "" && expect_contains "$(cat err)" "Permission denied"
+	"$WARD" run --rw ./out:/out -- sh -c "echo hi > /out/f && mkdir /out/d && cp /bin/true /out/t && chmod 755 /out/t" &&
+	expect_eq "$(stat -c %U:%G out/f out/d | sort -u)" root:root && expect_eq "$(cat out/f)" hi &&
+	"$WARD" run --rw ./out:/out -- sh -c "chmod 4755 /out/t" 2>err; rc=$?
+	expect_eq $rc 1 && expect_contains "$(cat err)" "Operation not permitted" &&
+	expect_eq "$(find out -perm /6000 | wc -l)" 0
 '
 
 # --- §7: a lint where it cannot apply is refused, not ignored ---
