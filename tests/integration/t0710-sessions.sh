@@ -210,6 +210,17 @@ test_expect_success SERVE 'a call past its timeout is reported as timeout; the c
 	! expect_contains "$tb" _ward_kernel >/dev/null &&
 	r=$(ex "$S" "{\"code\": \"print(y + 1)\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 6
 '
+test_expect_success SERVE,NODE 'node and bash calls past their timeout say the same: TimeoutError, the limit as value and hint' '
+	for call in "\"language\": \"node\", \"code\": \"while (true) {}\"" \
+		    "\"language\": \"bash\", \"code\": \"sleep 30\""; do
+		r=$(ex "$S" "{$call, \"timeout\": 0.5}") &&
+		expect_eq "$(field "$r" "d[\"status\"]")" timeout &&
+		expect_eq "$(field "$r" "d[\"error\"][\"name\"]")" TimeoutError &&
+		expect_contains "$(field "$r" "d[\"error\"][\"hint\"]")" "wall-time limit of 500 ms was reached" &&
+		expect_eq "$(field "$r" "d[\"error\"][\"value\"]")" "$(field "$r" "d[\"error\"][\"hint\"]")" || return 1
+	done &&
+	r=$(ex "$S" "{\"language\": \"node\", \"code\": \"console.log(n + 1)\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 6
+'
 test_expect_success SERVE,ROOT 'out of memory in a context is memory_limit, not a crash; the session goes on' '
 	M=$(new_session "{\"policy\": {\"limits\": {\"memory\": \"192M\"}}}") &&
 	r=$(ex "$M" "{\"code\": \"z = 1\"}") &&
