@@ -139,6 +139,8 @@ test_expect_success SERVE 'a stalled client (half a request, a stream never read
 	flood.sendall(b"POST /v1/executions HTTP/1.1\r\nHost: w\r\nAuthorization: Bearer " + key.encode() +
 	              b"\r\nAccept: application/x-ndjson\r\nContent-Type: application/json\r\nContent-Length: " +
 	              str(len(body)).encode() + b"\r\n\r\n" + body)
+	# not a wait for a state: the flood gets time to fill the unread socket;
+	# /healthz must answer at any point of it
 	time.sleep(0.3)
 	t0 = time.time()
 	c = conn(); c.sendall(b"GET /healthz HTTP/1.1\r\nHost: w\r\nConnection: close\r\n\r\n")
