@@ -342,6 +342,26 @@ int main(void)
 		printf("Bail out! fake runners directory: %s\n", strerror(errno));
 		return 1;
 	}
+	/* Whether a sandbox can start here at all (a host without user
+	 * namespaces, say): that is no finding about the channel. */
+	struct ward_policy p;
+	struct ward_error err;
+	struct ward_kernel *k = NULL;
+	struct ward_verdict v;
+	if (policy(&p, "10", &err) < 0) {
+		printf("Bail out! policy: %s\n", err.message);
+		return 1;
+	}
+	int r = ward_kernel_begin(&p, &options, &k, &err);
+	ward_policy_release(&p);
+	if (r < 0) {
+		skip("the sandbox cannot start here: %s", err.message);
+		remove_runners();
+		return tap_done();
+	}
+	ward_verdict_init(&v);
+	ward_kernel_finish(k, &v, &err);
+	ward_verdict_release(&v);
 	framing(false);
 	framing(true);
 	endings(false);
