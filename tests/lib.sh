@@ -95,6 +95,11 @@ wait_for() {
 		sleep 0.05
 	done
 }
+# process_gone PID: the process has exited (gone, or a zombie nobody has
+# reaped yet), for wait_for.
+process_gone() {
+	[ ! -d "/proc/$1" ] || grep -qs '^State:[[:space:]]*Z' "/proc/$1/status"
+}
 # expect_eq GOT WANT
 expect_eq() {
 	if [ "$1" != "$2" ]; then

@@ -84,6 +84,18 @@ class Cell:
         self.count = count
         self.stop_on_error = stop_on_error
         self.stderr_tail = ""
+        self.deadline = None  # (CLOCK_MONOTONIC seconds, timeout_ms) of a session call
+
+
+def interrupt_error(cell, evalue, note=None):
+    """The error of an interrupted cell. A session call's agent interrupts it at its
+    deadline: then it is the timeout, in a one-shot's words (lib/kernel-errors.c)."""
+    if cell is None or cell.deadline is None or time.monotonic() < cell.deadline[0] - 0.005:
+        return {"ename": "Interrupted", "evalue": evalue + ((" " + note) if note else ""), "traceback": []}
+    msg = ("the sandbox's wall-time limit of %d ms was reached; "
+           "make the code faster or ask for a longer timeout" % cell.deadline[1])
+    return {"ename": "TimeoutError", "evalue": msg, "hint": msg,
+            "traceback": ([note] if note else []) + ["TimeoutError: " + msg]}
 
 
 class Shell:
@@ -391,12 +403,9 @@ class Kernel:
             how = f"exited with status {code}"
         evalue = f"bash {how}; a new bash was started for the next cell: variables, functions, aliases and the working directory were reset"
         if self.cell is not None and self.interrupted:
-            self.finish_cell(None, {
-                "ename": "Interrupted",
-                "evalue": f"the cell was interrupted (SIGINT) and did not stop within {INTERRUPT_GRACE:g} s, so its bash was killed;"
-                          " a new bash was started for the next cell: variables, functions, aliases and the working directory were reset",
-                "traceback": [],
-            })
+            self.finish_cell(None, interrupt_error(
+                self.cell, f"the cell was interrupted (SIGINT) and did not stop within {INTERRUPT_GRACE:g} s, so its bash was killed;",
+                "a new bash was started for the next cell: variables, functions, aliases and the working directory were reset"))
         elif self.cell is not None:
             hint = None
             code_text = self.cell.code
@@ -471,6 +480,9 @@ class Kernel:
             return
         token = os.urandom(8).hex()
         self.cell = Cell(req, token, path, code, self.count, stop)
+        deadline, ms = content.get("deadline"), content.get("timeout_ms")
+        if type(deadline) in (int, float) and type(ms) is int:
+            self.cell.deadline = (deadline, ms)
         line = f"builtin source {shell_quote(path)} </dev/null {STATUS_FD}>&-; builtin printf '%s %d %s\\n' {token} \"$?\" \"$-\" >&{STATUS_FD}\n"
         try:
             self.shell.write(line)
@@ -482,7 +494,7 @@ class Kernel:
         if self.shell is not None:
             self.drain(self.shell)
         if error is None and status and self.interrupted:
-            error = {"ename": "Interrupted", "evalue": f"the cell was interrupted (SIGINT); exit status {status}", "traceback": []}
+            error = interrupt_error(cell, f"the cell was interrupted (SIGINT); exit status {status}")
         if error is None and status:
             error = self.status_error(status, cell)
         self.interrupted = False

@@ -223,6 +223,21 @@ class BashKernelTest(unittest.TestCase):
         self.assertEqual(err["content"], {"ename": "Interrupted", "evalue": "the cell was interrupted (SIGINT); exit status 130", "traceback": []})
         self.assertEqual(text(self.k.execute('echo "$Z"')), "kept\n")
 
+    def test_sigint_past_the_deadline_is_a_timeout(self):
+        msg = ("the sandbox's wall-time limit of 250 ms was reached; "
+               "make the code faster or ask for a longer timeout")
+        for deadline, ename in ((time.monotonic() + 60, "Interrupted"), (time.monotonic(), "TimeoutError")):
+            self.k.n += 1
+            rid = f"r{self.k.n}"
+            self.k.send_line(json.dumps({"msg_type": "execute_request", "id": rid, "content": {
+                "code": "sleep 10", "stop_on_error": False, "deadline": deadline, "timeout_ms": 250}}))
+            time.sleep(0.3)
+            self.k.proc.send_signal(signal.SIGINT)
+            self.k.wait_for(lambda m: m.get("parent_id") == rid and m["msg_type"] == "execute_reply", 10)
+            err = self.k.wait_for(lambda m: m.get("parent_id") == rid and m["msg_type"] == "error")["content"]
+            self.assertEqual(err["ename"], ename)
+        self.assertEqual(err, {"ename": "TimeoutError", "evalue": msg, "hint": msg, "traceback": ["TimeoutError: " + msg]})
+
     def test_shutdown(self):
         r = self.k.request("shutdown_request", {})
         self.assertEqual(r[-1]["msg_type"], "shutdown_reply")

@@ -1124,6 +1124,18 @@ function mimeBundle(v) {
 
 class Interrupt {}
 const INTERRUPT = { ename: 'Interrupted', evalue: 'the cell was interrupted (SIGINT)' };
+// A session call's deadline comes with it (runners/session/agent.py): seconds on
+// CLOCK_MONOTONIC, the clock of python's time.monotonic() and of process.hrtime. An interrupt
+// at or past it is the timeout, said as a one-shot says it (lib/kernel-errors.c).
+const monotonic = () => Number(process.hrtime.bigint()) / 1e9;
+function callDeadline(c) {
+  return typeof c.deadline === 'number' && Number.isInteger(c.timeout_ms) ? { at: c.deadline, ms: c.timeout_ms } : null;
+}
+function interruptError(deadline) {
+  if (!deadline || monotonic() < deadline.at - 0.005) return { ...INTERRUPT, traceback: [] };
+  const msg = `the sandbox's wall-time limit of ${deadline.ms} ms was reached; make the code faster or ask for a longer timeout`;
+  return { ename: 'TimeoutError', evalue: msg, hint: msg, traceback: [`TimeoutError: ${msg}`] };
+}
 
 class ExitSignal {
   constructor(code) {
@@ -1503,6 +1515,7 @@ async function onExecute(msg) {
   cellSeq = executionCount;
   const seq = cellSeq;
   const filename = `<cell ${executionCount}>`;
+  const until = callDeadline(c);
   const req = beginRequest(id);
   let status = 'ok';
   let errContent = null;
@@ -1528,7 +1541,7 @@ async function onExecute(msg) {
       }
     } else if (err instanceof Interrupt || (err && err.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED')) {
       status = 'error';
-      errContent = { ...INTERRUPT, traceback: [] };
+      errContent = interruptError(until);
     } else {
       status = 'error';
       errContent = errorContent(err, [filename]);

@@ -336,6 +336,26 @@ test('SIGINT interrupts the running cell, not the kernel', async (t) => {
   await k.close();
 });
 
+test('SIGINT past a session call\'s deadline is a TimeoutError; before it, Interrupted', async (t) => {
+  const k = start(t);
+  await k.ready();
+  const monotonic = () => Number(process.hrtime.bigint()) / 1e9;
+  for (const [deadline, ename] of [[monotonic() + 60, 'Interrupted'], [monotonic(), 'TimeoutError']]) {
+    const p = k.exec('let m = 0; while (true) m++', { deadline, timeout_ms: 250 });
+    await new Promise((r) => setTimeout(r, 300));
+    k.proc.kill('SIGINT');
+    const err = of(await p, 'error')[0].content;
+    assert.strictEqual(err.ename, ename);
+    if (ename === 'TimeoutError') {
+      const msg = "the sandbox's wall-time limit of 250 ms was reached; make the code faster or ask for a longer timeout";
+      assert.strictEqual(err.evalue, msg);
+      assert.strictEqual(err.hint, msg);
+      assert.deepStrictEqual(err.traceback, [`TimeoutError: ${msg}`]);
+    }
+  }
+  await k.close();
+});
+
 test('call mode', async (t) => {
   const k = start(t);
   await k.ready();

@@ -21,17 +21,17 @@ start_daemon() {
 	( "$WARD" serve --socket "$SOCK" --keys-file "$KEYS" --audit-log "$AUDIT" --grace 1s \
 		--state-dir "${SOCK%/*}/state" "$@" >> "$D/serve.log" 2>&1 &
 	  echo $! > "$D/pid"; wait $!; echo $? > "$D/rc" ) > /dev/null 2>&1 &
-	for _ in $(seq 100); do
-		[ -S "$SOCK" ] && curl -sf --unix-socket "$SOCK" http://w/healthz > /dev/null && return 0
-		sleep 0.05
-	done
+	wait_for "the daemon to answer /healthz" \
+		'[ -S "$SOCK" ] && curl -sf --unix-socket "$SOCK" http://w/healthz > /dev/null' && return 0
 	cat "$D/serve.log"
 	return 1
 }
 stop_daemon() {
 	[ -f "$D/pid" ] && [ ! -f "$D/rc" ] && kill "$(cat "$D/pid")" 2>/dev/null
-	for _ in $(seq 100); do [ -f "$D/rc" ] && break; sleep 0.05; done
+	wait_for "the daemon to exit" '[ -f "$D/rc" ]'
 }
+# has_event FILE NAME: an NDJSON stream in FILE has an event NAME, for wait_for
+has_event() { grep -qs "\"$2\"" "$1"; }
 trap 'stop_daemon; rm -rf "$TEST_TMP"' EXIT
 
 # api METHOD PATH [curl args...]: the body, then the status on the last line

@@ -107,13 +107,13 @@ test_expect_success SERVE 'DELETE cancels a running execution quickly (killed); 
 		-d "{\"language\": \"python\", \"code\": \"import time\\nprint(1, flush=True)\\ntime.sleep(30)\"}" \
 		http://w/v1/executions > c.ndjson &
 	cpid=$!
-	for _ in $(seq 200); do grep -q "\"stream\"" c.ndjson 2>/dev/null && break; sleep 0.02; done
+	wait_for "the program to print" "has_event c.ndjson stream" &&
 	id=$(head -n1 c.ndjson | id_of) &&
 	r=$(api DELETE "/v1/executions/$id" -H "Authorization: Bearer $(cat "$D/k_gamma")") &&
 	expect_eq "$(code "$r")" 404 &&
 	t0=$(date +%s%N) &&
 	r=$(api DELETE "/v1/executions/$id" "${AUTH[@]}") && expect_eq "$(code "$r")" 202 &&
-	for _ in $(seq 300); do grep -q "\"verdict\"" c.ndjson && break; sleep 0.005; done &&
+	wait_for "the verdict" "has_event c.ndjson verdict" &&
 	ms=$(( ($(date +%s%N) - t0) / 1000000 )) && wait $cpid &&
 	expect_eq "$(tail -n1 c.ndjson | ward_json status)" killed &&
 	{ [ "$ms" -lt 500 ] || { echo "cancel took $ms ms"; false; }; } &&
@@ -123,9 +123,9 @@ test_expect_success SERVE 'closing the stream cancels the execution' '
 	before=$(api GET /metrics "${AUTH[@]}" | grep "^ward_executions_total{status=\"killed\"}" | cut -d" " -f2) &&
 	curl -sSN -m 1 --unix-socket "$SOCK" "${AUTH[@]}" -H "Accept: application/x-ndjson" \
 		-d "{\"command\": [\"sleep\", \"$marker\"]}" http://w/v1/executions > /dev/null 2>&1
-	sleep 0.3 &&
-	after=$(api GET /metrics "${AUTH[@]}" | grep "^ward_executions_total{status=\"killed\"}" | cut -d" " -f2) &&
-	expect_eq "$after" $((before + 1)) && expect_eq "$(pgrep -f "^sleep $marker" | wc -l)" 0
+	killed() { api GET /metrics "${AUTH[@]}" | grep "^ward_executions_total{status=\"killed\"}" | cut -d" " -f2; }
+	wait_for "one more killed execution" "[ \"\$(killed)\" = $((before + 1)) ]" &&
+	wait_for "the program to end" "! pgrep -f \"^sleep $marker\" > /dev/null"
 '
 test_expect_success SERVE 'a stalled client (half a request, a stream never read) stalls nobody' '
 	python3 - "$SOCK" "$(cat "$D/k_exec")" <<-\EOF
@@ -139,6 +139,8 @@ test_expect_success SERVE 'a stalled client (half a request, a stream never read
 	flood.sendall(b"POST /v1/executions HTTP/1.1\r\nHost: w\r\nAuthorization: Bearer " + key.encode() +
 	              b"\r\nAccept: application/x-ndjson\r\nContent-Type: application/json\r\nContent-Length: " +
 	              str(len(body)).encode() + b"\r\n\r\n" + body)
+	# not a wait for a state: the flood gets time to fill the unread socket;
+	# /healthz must answer at any point of it
 	time.sleep(0.3)
 	t0 = time.time()
 	c = conn(); c.sendall(b"GET /healthz HTTP/1.1\r\nHost: w\r\nConnection: close\r\n\r\n")
@@ -172,8 +174,8 @@ test_expect_success SERVE 'no daemon fd is left over by finished, failed and can
 		curl -sS -m 0.3 --unix-socket "$SOCK" "${AUTH[@]}" -H "Accept: application/x-ndjson" \
 			-d "{\"command\": [\"sleep\", \"$marker\"]}" http://w/v1/executions > /dev/null 2>&1
 	done
-	sleep 0.3 && expect_eq "$(ls /proc/$pid/fd | wc -l)" "$n0" &&
-	expect_eq "$(pgrep -f "^sleep $marker" | wc -l)" 0
+	wait_for "the daemon to close every fd of them" "[ \$(ls /proc/$pid/fd | wc -l) = $n0 ]" &&
+	wait_for "the cancelled programs to end" "! pgrep -f \"^sleep $marker\" > /dev/null"
 '
 test_expect_success SERVE 'metrics need the admin scope' '
 	r=$(api GET /metrics -H "Authorization: Bearer $(cat "$D/k_sess")") && expect_eq "$(code "$r")" 403
@@ -189,10 +191,10 @@ test_expect_success SERVE 'SIGTERM: no new connections, short work finishes, the
 	curl -sS -m 20 --unix-socket "$SOCK" "${AUTH[@]}" -d "{\"command\": [\"sh\", \"-c\", \"sleep 0.4; echo done\"]}" \
 		http://w/v1/executions > short.json &
 	spid=$!
-	for _ in $(seq 100); do pgrep -f "^sleep $marker" > /dev/null && break; sleep 0.02; done
+	wait_for "the long program to run" "pgrep -f \"^sleep $marker\" > /dev/null" &&
 	pid=$(cat "$D/pid") && kill -TERM "$pid" && t0=$(date +%s) &&
 	r=$(curl -sS -m 5 --unix-socket "$SOCK" http://w/healthz 2>&1); expect_contains "$r" "curl: (7)" &&
-	for _ in $(seq 200); do [ -f "$D/rc" ] && break; sleep 0.05; done
+	wait_for "the daemon to exit" "[ -f \"$D/rc\" ]"
 	wait $cpid $spid
 	expect_eq "$(cat "$D/rc")" 0 && expect_eq "$(ward_json status < term.json)" killed &&
 	expect_eq "$(ward_json stdout < short.json)" done &&
@@ -221,12 +223,12 @@ test_expect_success SERVE 'a stale socket is replaced; a config file is read (bo
 	"$WARD" serve --config conf.json --socket "$SOCK" --keys-file "$KEYS" \
 		--state-dir "$D/state2" > "$D/serve2.log" 2>&1 &
 	spid=$!
-	for _ in $(seq 100); do curl -sf --unix-socket "$SOCK" http://w/healthz > /dev/null && break; sleep 0.05; done
+	wait_for "the second daemon to answer" "curl -sf --unix-socket \"$SOCK\" http://w/healthz > /dev/null"
 	head -c 2000 /dev/zero > b2 &&
 	r=$(api POST /v1/executions "${AUTH[@]}" --data-binary @b2)
 	curl -sS -m 20 --unix-socket "$SOCK" "${AUTH[@]}" -d "{\"command\": [\"sleep\", \"$marker\"]}" \
 		http://w/v1/executions > /dev/null 2>&1 &
-	for _ in $(seq 100); do pgrep -f "^sleep $marker" > /dev/null && break; sleep 0.02; done
+	wait_for "the program to run" "pgrep -f \"^sleep $marker\" > /dev/null"
 	q=$(api POST /v1/executions "${AUTH[@]}" -d "{\"command\": [\"true\"]}")
 	kill "$spid"; wait "$spid"; src=$?; wait
 	expect_eq "$src" 0 && expect_eq "$(code "$r")" 413 && expect_eq "$(code "$q")" 429 &&

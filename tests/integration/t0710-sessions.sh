@@ -37,6 +37,9 @@ if [ -z "${prereq_missing[SERVE]:-}" ]; then
 fi
 new_session() { r=$(api POST /v1/sessions "${A[@]}" -d "${1:-{\}}") && [ "$(code "$r")" = 201 ] && field "$r" 'd["id"]'; }
 ex() { api POST "/v1/sessions/$1/execute" "${A[@]}" -d "$2"; }
+# session_is ID STATUS: the session's status now, for wait_for
+session_is() { [ "$(field "$(api GET "/v1/sessions/$1" "${A[@]}")" 'd["status"]')" = "$2" ]; }
+running() { pgrep -f "^sleep $1" > /dev/null; }
 
 test_expect_success SERVE 'a session is created, listed and read by its tenant' '
 	S=$(new_session) && echo "$S" > "$D/S" && expect_contains "$S" se_ &&
@@ -112,7 +115,7 @@ test_expect_success SERVE 'session settings are checked at start: the TTLs, the 
 test_expect_success SERVE 'a background command runs on; its status and output are read; it is killed' '
 	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": \"echo started; exec sleep $marker\", \"background\": true}") &&
 	expect_eq "$(code "$r")" 202 && C=$(field "$r" "d[\"command_id\"]") &&
-	for _ in $(seq 50); do pgrep -f "^sleep $marker" > /dev/null && break; sleep 0.05; done &&
+	wait_for "the command to run" "running $marker" &&
 	r=$(api GET "/v1/sessions/$S/commands/$C" "${A[@]}") && expect_eq "$(field "$r" "d[\"state\"]")" running &&
 	expect_eq "$(field "$r" "d[\"stdout\"]")" started &&
 	r=$(api DELETE "/v1/sessions/$S/commands/$C" "${A[@]}") && expect_eq "$(code "$r")" 200 &&
@@ -187,10 +190,10 @@ test_expect_success SERVE,NPM,NODE 'a package installed with npm into the worksp
 test_expect_success SERVE 'a second call while one runs is 409; DELETE of the execution kills it quickly; the session stays usable' '
 	ex "$S" "{\"code\": \"y = 5\"}" > /dev/null &&
 	curl -sS -N -m 20 --unix-socket "$SOCK" "${A[@]}" -H "Accept: application/x-ndjson" \
-		-d "{\"code\": \"while True: pass\"}" "http://w/v1/sessions/$S/execute" > stream.ndjson &
+		-d "{\"code\": \"print(1, flush=True)\nwhile True: pass\"}" "http://w/v1/sessions/$S/execute" > stream.ndjson &
 	cpid=$!
-	for _ in $(seq 100); do [ -s stream.ndjson ] && break; sleep 0.02; done
-	E=$(head -n1 stream.ndjson | ward_json id) && sleep 0.3 &&
+	wait_for "the call to run" "has_event stream.ndjson stream" &&
+	E=$(head -n1 stream.ndjson | ward_json id) &&
 	r=$(ex "$S" "{\"code\": \"1\"}") && expect_eq "$(code "$r")" 409 &&
 	expect_eq "$(field "$r" "d[\"error\"][\"code\"]")" session_busy &&
 	t0=$(date +%s%N) && r=$(api DELETE "/v1/executions/$E" "${A[@]}") && expect_eq "$(code "$r")" 202 &&
@@ -209,6 +212,17 @@ test_expect_success SERVE 'a call past its timeout is reported as timeout; the c
 	tb=$(field "$r" "d[\"error\"][\"traceback\"]") && expect_contains "$tb" "<cell" &&
 	! expect_contains "$tb" _ward_kernel >/dev/null &&
 	r=$(ex "$S" "{\"code\": \"print(y + 1)\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 6
+'
+test_expect_success SERVE,NODE 'node and bash calls past their timeout say the same: TimeoutError, the limit as value and hint' '
+	for call in "\"language\": \"node\", \"code\": \"while (true) {}\"" \
+		    "\"language\": \"bash\", \"code\": \"sleep 30\""; do
+		r=$(ex "$S" "{$call, \"timeout\": 0.5}") &&
+		expect_eq "$(field "$r" "d[\"status\"]")" timeout &&
+		expect_eq "$(field "$r" "d[\"error\"][\"name\"]")" TimeoutError &&
+		expect_contains "$(field "$r" "d[\"error\"][\"hint\"]")" "wall-time limit of 500 ms was reached" &&
+		expect_eq "$(field "$r" "d[\"error\"][\"value\"]")" "$(field "$r" "d[\"error\"][\"hint\"]")" || return 1
+	done &&
+	r=$(ex "$S" "{\"language\": \"node\", \"code\": \"console.log(n + 1)\"}") && expect_eq "$(field "$r" "d[\"stdout\"]")" 6
 '
 test_expect_success SERVE,ROOT 'out of memory in a context is memory_limit, not a crash; the session goes on' '
 	M=$(new_session "{\"policy\": {\"limits\": {\"memory\": \"192M\"}}}") &&
@@ -283,10 +297,15 @@ test_expect_success SERVE 'quotas: a session is a sandbox: max_per_tenant counts
 	r=$(api POST /v1/executions "${TINY[@]}" -d "{\"command\": [\"true\"]}") && expect_eq "$(code "$r")" 200
 '
 test_expect_success SERVE 'an idle session expires after its TTL (audited); a call extends it' '
-	T=$(new_session "{\"ttl\": 1.5}") && sleep 1 &&
-	r=$(ex "$T" "{\"code\": \"1\"}") && sleep 1 &&
-	expect_eq "$(field "$(api GET "/v1/sessions/$T" "${A[@]}")" "d[\"status\"]")" ready &&
-	sleep 1.5 && r=$(api GET "/v1/sessions/$T" "${A[@]}") &&
+	T=$(new_session "{\"ttl\": 1.5}") &&
+	# not a wait for a state: the call must come late enough that its
+	# extension shows (without it, the session would expire 0.5 s later)
+	sleep 1 &&
+	t1=$(date +%s%N) && r=$(ex "$T" "{\"code\": \"1\"}") && expect_eq "$(code "$r")" 200 &&
+	wait_for "the session to expire" "! session_is $T ready" &&
+	ms=$(( ($(date +%s%N) - t1) / 1000000 )) &&
+	{ [ "$ms" -ge 1500 ] || { echo "expired $ms ms after the call: the call did not extend the TTL"; false; }; } &&
+	r=$(api GET "/v1/sessions/$T" "${A[@]}") &&
 	expect_eq "$(field "$r" "d[\"status\"]")" expired && expect_contains "$(field "$r" "d[\"reason\"]")" TTL &&
 	r=$(ex "$T" "{\"code\": \"1\"}") && expect_eq "$(code "$r")" 410 &&
 	grep -q "\"event\":\"session.expired\".*$T" "$AUDIT"
@@ -302,10 +321,10 @@ test_expect_success SERVE 'metrics count live sessions' '
 test_expect_success SERVE 'DELETE ends the session: its processes are gone, then it is 404' '
 	X=$(new_session) &&
 	r=$(api POST "/v1/sessions/$X/commands" "${A[@]}" -d "{\"cmd\": \"exec sleep $((marker + 1))\", \"background\": true}") &&
-	for _ in $(seq 50); do pgrep -f "^sleep $((marker + 1))" > /dev/null && break; sleep 0.05; done &&
+	wait_for "the command to run" "running $((marker + 1))" &&
 	expect_eq "$(code "$(api DELETE "/v1/sessions/$X" "${A[@]}")")" 200 &&
-	sleep 0.2 && expect_eq "$(pgrep -f "^sleep $((marker + 1))" | wc -l)" 0 &&
-	sleep 0.1 && expect_eq "$(code "$(api GET "/v1/sessions/$X" "${A[@]}")")" 404
+	wait_for "the session'"'"'s processes to end" "! running $((marker + 1))" &&
+	wait_for "the session to be gone (404)" "[ \$(code \"\$(api GET /v1/sessions/$X \"\${A[@]}\")\") = 404 ]"
 '
 test_expect_success SERVE 'no daemon fd is left over by sessions, calls, files, cancels and ends' '
 	pid=$(cat "$D/pid") && n0=$(ls /proc/$pid/fd | wc -l) &&
@@ -319,19 +338,18 @@ test_expect_success SERVE 'no daemon fd is left over by sessions, calls, files, 
 		api GET "/v1/sessions/$X/files" "${A[@]}" > /dev/null &&
 		curl -sS -N -m 0.5 --unix-socket "$SOCK" "${A[@]}" -H "Accept: application/x-ndjson" \
 			-d "{\"code\": \"while True: pass\"}" "http://w/v1/sessions/$X/execute" > /dev/null 2>&1
-		sleep 0.1
-		expect_eq "$(field "$(api GET "/v1/sessions/$X" "${A[@]}")" "d[\"status\"]")" ready &&
+		wait_for "the cut call to end" "session_is $X ready" &&
 		api DELETE "/v1/sessions/$X" "${A[@]}" > /dev/null || exit 1
 	done
-	sleep 0.2 && expect_eq "$(ls /proc/$pid/fd | wc -l)" "$n0" &&
+	wait_for "the daemon to close every fd of them" "[ \$(ls /proc/$pid/fd | wc -l) = $n0 ]" &&
 	expect_eq "$(curl -sS --unix-socket "$SOCK" http://w/healthz | ward_json sessions)" "$h0"
 '
 test_expect_success SERVE 'after a SIGKILL of the daemon, the next start removes what it left and marks its sessions lost' '
 	L=$(new_session) &&
 	api POST "/v1/sessions/$L/commands" "${A[@]}" -d "{\"cmd\": \"exec sleep $((marker + 2))\", \"background\": true}" > /dev/null &&
-	for _ in $(seq 50); do pgrep -f "^sleep $((marker + 2))" > /dev/null && break; sleep 0.05; done &&
+	wait_for "the command to run" "running $((marker + 2))" &&
 	old=$(cat "$D/pid") && ls "$D/run/state/sessions/$L.json" &&
-	kill -KILL "$old" && for _ in $(seq 100); do [ -f "$D/rc" ] && break; sleep 0.05; done &&
+	kill -KILL "$old" && wait_for "the daemon to die" "[ -f \"$D/rc\" ]" &&
 	start_daemon --config "$CONF" &&
 	r=$(api GET "/v1/sessions/$L" "${A[@]}") && expect_eq "$(field "$r" "d[\"status\"]")" lost &&
 	r=$(ex "$L" "{\"code\": \"1\"}") && expect_eq "$(code "$r")" 410 &&

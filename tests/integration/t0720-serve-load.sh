@@ -20,12 +20,11 @@ start() {
 	{ "$WARD" serve --socket "$SOCK" --keys-file "$D/keys" --state-dir "$D/state" --max-executions 32 \
 		--max-per-tenant 32 --audit-log "$D/audit.log" --audit-sync=false > "$D/serve.log" 2>&1 &
 	  echo $! > "$D/pid"; } &&
-	for _ in $(seq 100); do
-		[ -S "$SOCK" ] && python3 -c "
-import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])" "$SOCK" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
+	wait_for "the daemon to listen" listening
+}
+listening() {
+	[ -S "$SOCK" ] && python3 -c "
+import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])" "$SOCK" 2>/dev/null
 }
 pid() { cat "$D/pid"; }
 trap '[ -f "$D/pid" ] && kill "$(pid)" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
@@ -37,7 +36,7 @@ test_expect_success SERVE "$N executions from 16 clients, 5% hostile: every beni
 	cat load.json && cp load.json "$D/" &&
 	expect_eq "$(ward_json answered < load.json)" "$N" &&
 	expect_eq "$(ward_json benign_failed < load.json)" 0 &&
-	sleep 1 && expect_eq "$(ls /proc/$(pid)/fd | wc -l)" "$fds0"
+	wait_for "the daemon to close every fd of the load" "[ \$(ls /proc/\$(pid)/fd | wc -l) = $fds0 ]"
 '
 test_expect_success SERVE 'afterwards: no sandbox process and no cgroup of the daemon is left' '
 	n=0; for c in /proc/[0-9]*; do
@@ -52,6 +51,7 @@ test_expect_success SERVE "the daemon's memory stayed bounded (RSS under $((LIMI
 	{ [ "$rss" -lt "$LIMIT_KB" ] || { echo "RSS $rss kB"; false; }; }
 '
 test_expect_success SERVE 'the audit log verifies after the load' '
-	kill "$(pid)" && sleep 1 && "$WARD" audit verify "$D/audit.log" > /dev/null
+	kill "$(pid)" && wait_for "the daemon to exit" "process_gone $(pid)" &&
+	"$WARD" audit verify "$D/audit.log" > /dev/null
 '
 test_done
