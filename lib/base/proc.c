@@ -6,6 +6,7 @@
  * never a silent truncation. Knows nothing about sandboxes.
  */
 #include <fcntl.h>
+#include <stdio.h>
 
 #include "base/util.h"
 
@@ -67,4 +68,34 @@ int ward_proc_stat(pid_t pid, struct ward_proc_stat *st)
 		v = v * 10 + (uint64_t)(*p - '0');
 	st->starttime = v;
 	return 0;
+}
+
+bool ward_proc_initial_userns(long long *host_uid)
+{
+	char buf[4096];
+	unsigned long long in, out, count, euid = geteuid();
+	bool initial = false;
+	int off = 0, n;
+	if (host_uid)
+		*host_uid = -1;
+	if (ward_proc_read(WARD_PROC_SELF, "uid_map", buf, sizeof(buf)) < 0)
+		return false;
+	for (bool first = true; sscanf(buf + off, "%llu %llu %llu%n", &in, &out, &count, &n) == 3;
+	     off += n, first = false) {
+		if (first)
+			initial = in == 0 && out == 0 && count == 4294967295ull;
+		if (host_uid && euid >= in && euid - in < count)
+			*host_uid = (long long)(out + (euid - in));
+	}
+	return initial;
+}
+
+uid_t ward_proc_overflow_uid(void)
+{
+	char buf[32];
+	unsigned long v;
+	if (ward_proc_read(WARD_PROC_ROOT, "sys/kernel/overflowuid", buf, sizeof(buf)) < 0 ||
+	    sscanf(buf, "%lu", &v) != 1)
+		return 65534;
+	return (uid_t)v;
 }

@@ -104,6 +104,14 @@ struct ward_proc_stat {
 	uint64_t starttime;
 };
 int ward_proc_stat(pid_t pid, struct ward_proc_stat *st);
+/* Whether this process is in the initial user namespace (its uid_map maps
+ * all 2^32-1 ids from 0): root of a nested one, as under `unshare -r`, is
+ * not host root. host_uid (may be NULL): the host uid the effective uid
+ * stands for, or -1 when the map does not say. */
+bool ward_proc_initial_userns(long long *host_uid);
+/* The uid the kernel shows for an owner this namespace does not map
+ * (/proc/sys/kernel/overflowuid, 65534 if unreadable). */
+uid_t ward_proc_overflow_uid(void);
 
 /* Monotonic clock in nanoseconds. Child-safe (vDSO). */
 uint64_t ward_now_ns(void);

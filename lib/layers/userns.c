@@ -50,25 +50,12 @@ static bool subid_lookup(const char *file, const char *name, uint64_t *base)
 	return false;
 }
 
-/* Root of the initial user namespace can map a range; root of a nested one
- * (e.g. under `unshare -r`) usually owns a single id and must map like an
- * unprivileged user. The initial namespace maps all 2^32-1 ids. */
-static bool in_initial_userns(void)
-{
-	char buf[4096];
-	if (ward_proc_read(WARD_PROC_SELF, "uid_map", buf, sizeof(buf)) < 0)
-		return false;
-	unsigned long long in, out, count;
-	return sscanf(buf, "%llu %llu %llu", &in, &out, &count) == 3 && in == 0 && out == 0 &&
-	       count == 4294967295ull;
-}
-
 int ward_userns_prepare(struct ward_plan *plan, struct ward_error *err)
 {
 	const struct ward_policy *p = plan->policy;
 	plan->host_uid = geteuid();
 	plan->host_gid = getegid();
-	plan->rootless = plan->host_uid != 0 || !in_initial_userns();
+	plan->rootless = plan->host_uid != 0 || !ward_proc_initial_userns(NULL);
 	plan->uid = p->root_inside ? 0 : WARD_INSIDE_UID;
 	plan->gid = p->root_inside ? 0 : WARD_INSIDE_GID;
 

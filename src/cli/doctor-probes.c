@@ -207,20 +207,5 @@ int doc_try_int80(UNUSED const void *arg)
 
 bool doc_initial_userns(long long *host_uid)
 {
-	char buf[4096];
-	unsigned long long in, out, count, euid = geteuid();
-	bool initial = false;
-	int off = 0, n;
-	if (host_uid)
-		*host_uid = -1;
-	if (ward_proc_read(WARD_PROC_SELF, "uid_map", buf, sizeof(buf)) < 0)
-		return false;
-	for (bool first = true; sscanf(buf + off, "%llu %llu %llu%n", &in, &out, &count, &n) == 3;
-	     off += n, first = false) {
-		if (first)
-			initial = in == 0 && out == 0 && count == 4294967295ull;
-		if (host_uid && euid >= in && euid - in < count)
-			*host_uid = (long long)(out + (euid - in));
-	}
-	return initial;
+	return ward_proc_initial_userns(host_uid);
 }

@@ -107,13 +107,15 @@ static int claim_path(const struct sockaddr_un *sa)
 /* --- the state directory --- */
 
 /* Root's in /var/lib; a user's in $XDG_STATE_HOME (or ~/.local/state):
- * never beside a socket, which may sit in a world-writable directory. */
+ * never beside a socket, which may sit in a world-writable directory. Root
+ * of a nested user namespace (`unshare -r`) is a user here: /var/lib is not
+ * its own. */
 static int state_dir_default(struct srv *s)
 {
 	char dir[PATH_MAX];
 	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
 	int n;
-	if (geteuid() == 0)
+	if (geteuid() == 0 && ward_proc_initial_userns(NULL))
 		n = snprintf(dir, sizeof(dir), "/var/lib/ward");
 	else if (xdg && xdg[0] == '/')
 		n = snprintf(dir, sizeof(dir), "%s/ward", xdg);
@@ -133,15 +135,18 @@ static int state_dir_default(struct srv *s)
  * directory itself (last) must be the daemon user's and closed to others;
  * a directory above it must be root's or the daemon user's, and writable by
  * others only with the sticky bit (/tmp), where nobody else can move the
- * entries below. */
-static const char *dir_unsafe(const struct stat *st, bool last)
+ * entries below. In a nested user namespace host root is unmapped and shows
+ * as the overflow uid, like every other unmapped owner: such a directory
+ * above is accepted (ward cannot tell host root from another unmapped user
+ * there; docs/api.md says so), the state directory itself never. */
+static const char *dir_unsafe(const struct stat *st, bool last, uid_t unmapped)
 {
 	uid_t me = geteuid();
 	if (!S_ISDIR(st->st_mode))
 		return "is not a directory";
 	if (last && st->st_uid != me)
 		return "is not owned by the daemon's user";
-	if (!last && st->st_uid != 0 && st->st_uid != me)
+	if (!last && st->st_uid != 0 && st->st_uid != me && st->st_uid != unmapped)
 		return "is owned by another user";
 	if (last && (st->st_mode & 022))
 		return "is writable by group or others (chmod go-w)";
@@ -173,16 +178,17 @@ static int state_dir_check(const char *path)
 		fprintf(stderr, "ward: error: serve: state-dir: '%s': %s\n", path, strerror(errno));
 		return -1;
 	}
+	uid_t unmapped = ward_proc_initial_userns(NULL) ? (uid_t)-1 : ward_proc_overflow_uid();
 	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	char *save = NULL, *c = strtok_r(real + 1, "/", &save);
 	ward_strlcpy(part, "", sizeof(part));
 	for (;;) {
 		struct stat st;
 		const char *why = fd < 0 || fstat(fd, &st) < 0 ? strerror(errno)
-							     : dir_unsafe(&st, c == NULL);
+							     : dir_unsafe(&st, c == NULL, unmapped);
 		if (why) {
-			fprintf(stderr, "ward: error: serve: state-dir: '%s'%s%s%s: %s; the daemon "
-				"kills what state files name, so only its user may write there\n",
+			fprintf(stderr, "ward: error: serve: state-dir: '%s'%s%s%s: %s; what is there "
+				"decides what the daemon recovers, so only its user may write there\n",
 				path, part[0] ? " (at '" : "", part, part[0] ? "')" : "", why);
 			if (fd >= 0)
 				close(fd);
