@@ -128,6 +128,38 @@ test_expect_success 'call: a missing target, bad arguments and an unserialisable
 	"$WARD" call --json --lang python -f tool.py --function bad > v.json; c=$(field error.name)
 	expect_eq "$a $b $c" "FunctionNotFound ArgumentError SerializationError"
 '
+# --- a NUL byte is output like any other: text holding U+0000 ---
+# (the kernel's protocol line must never come back as the program's stdout)
+nul_ok() {
+	expect_eq "$(field status)" ok &&
+	expect_eq "$(pyfield "v[\"stdout\"] == \"a\\x00b\\n\" and [o[\"text\"] for o in v[\"cells\"][0][\"outputs\"]] == [v[\"stdout\"]]")" True &&
+	grep -qF "\"stdout\":\"a\\u0000b\\n\"" v.json
+}
+test_expect_success 'python: a NUL byte in the output comes back as U+0000' '
+	ex --lang python -c "print(\"a\\0b\")" && nul_ok
+'
+test_expect_success NODE 'node: a NUL byte in the output comes back as U+0000' '
+	ex --lang node -c "console.log(\"a\\0b\")" && nul_ok
+'
+test_expect_success 'bash: a NUL byte in the output comes back as U+0000' '
+	ex --lang bash -c "printf \"a\\0b\\n\"" && nul_ok
+'
+test_expect_success 'call: a returned string and printed text with a NUL byte come back whole' '
+	printf "def f():\n    print(\"x\\\\0y\")\n    return \"a\\\\0b\"\n" > nul.py &&
+	"$WARD" call --json --lang python -f nul.py --function f > v.json &&
+	expect_eq "$(field status)" ok &&
+	expect_eq "$(pyfield "v[\"value\"] == \"a\\x00b\" and v[\"stdout\"] == \"x\\x00y\\n\"")" True
+'
+test_expect_success 'a line on the protocol channel that is not a message is a KernelProtocolError, not stdout' '
+	ex --lang python -c "import gc, os
+from _ward_kernel.streams import Channel
+os.write([o for o in gc.get_objects() if isinstance(o, Channel)][0].proto, b\"garbage\\n\")
+print(\"after\")"; rc=$?
+	expect_eq $rc 1 && expect_eq "$(field status)" error &&
+	expect_eq "$(field error.name)" KernelProtocolError &&
+	expect_contains "$(field error.value)" "python kernel sent a line that is not a protocol message" &&
+	expect_eq "$(field stdout)" after && ! grep -q garbage v.json
+'
 # --- lint (advisory) ---
 cat > "$TEST_TMP/lint.json" <<'JS'
 {"lint": {"deny_imports": ["subprocess"], "deny_calls": ["os.system", "eval"]}}
