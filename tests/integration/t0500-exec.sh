@@ -102,6 +102,14 @@ test_expect_success 'artifacts: an oversized file is listed, not copied, and rep
 	expect_eq "$(pyfield "v[\"artifacts\"][0][\"copied\"]")" False && test ! -e out3/big.bin &&
 	expect_contains "$(field artifacts_skipped)" "per-file cap"
 '
+test_expect_success 'artifacts: a name that is not UTF-8 is listed escaped and copied under its own bytes' '
+	ex --lang python --artifacts "$PWD/out4" -c "import os
+open(b\"caf\\xe9.txt\", \"w\").write(\"x\")
+os.symlink(\"/etc/passwd\", b\"l\\xff\")" &&
+	expect_eq "$(pyfield "[(a[\"path\"], a.get(\"path_escaped\"), a[\"copied\"]) for a in v[\"artifacts\"]] == [(\"caf\\\\xe9.txt\", True, True)]")" True &&
+	expect_eq "$(pyfield "[(a[\"path\"], a.get(\"path_escaped\")) for a in v[\"artifacts_skipped\"]] == [(\"l\\\\xff\", True)]")" True &&
+	expect_eq "$(cat "out4/$(printf "caf\\351.txt")")" x && test ! -e "out4/$(printf "l\\377")"
+'
 # --- call mode ---
 cat > "$TEST_TMP/tool.py" <<'PY'
 class MyTool:
