@@ -15,6 +15,10 @@
  * past the total cap of bytes read in one scan, is listed with a null
  * sha256 and a reason, never read; and no file is read past the size it
  * had when it was listed (a program still writing cannot stretch it).
+ *
+ * Names are bytes: one that is not UTF-8 is listed (and skipped) with its
+ * bytes escaped and "path_escaped": true, as the files API lists it, and
+ * copied under its real name; none is ever dropped from the account.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -67,9 +71,44 @@ struct scan {
 	unsigned entries;
 };
 
+json_t *ward_workspace_name_json(const char *rel, bool *escaped)
+{
+	*escaped = false;
+	json_t *j = json_string(rel);
+	if (j)
+		return j;
+	/* 4 bytes out per byte in: a path of up to 4095 bytes always fits */
+	char out[4 * 4096 + 1];
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)rel; *p && o + 5 < sizeof(out); p++) {
+		if (*p >= 0x80 || *p == '\\')
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "\\x%02x", *p);
+		else
+			out[o++] = (char)*p;
+	}
+	out[o] = '\0';
+	*escaped = true;
+	return json_string(out);
+}
+
+/* Appends {"path": rel, ...fields} to a (takes fields; rel escaped when it
+ * is not UTF-8, with "path_escaped": true). */
+static void append_entry(json_t *a, const char *rel, json_t *fields)
+{
+	bool escaped;
+	json_t *e = fields ? json_pack("{s:o}", "path", ward_workspace_name_json(rel, &escaped)) : NULL;
+	if (e && json_object_update(e, fields) == 0) {
+		if (escaped)
+			json_object_set_new(e, "path_escaped", json_true());
+		json_array_append(a, e);
+	}
+	json_decref(e);
+	json_decref(fields);
+}
+
 static void skip(struct scan *s, const char *path, const char *reason)
 {
-	json_array_append_new(s->skipped, json_pack("{s:s, s:s}", "path", path, "reason", reason));
+	append_entry(s->skipped, path, json_pack("{s:s}", "reason", reason));
 }
 
 /* Hashes the first size bytes of fd, copying to out (when >= 0) as it
@@ -170,8 +209,8 @@ static void regular_file(struct scan *s, int dirfd, const char *name, const char
 	uint64_t size = (uint64_t)st.st_size;
 	if (!within_caps(s, rel, size)) {
 		close(fd);
-		json_array_append_new(s->list, json_pack("{s:s, s:I, s:n, s:s, s:b}", "path", rel,
-			"size", (json_int_t)size, "sha256", "mime_type", mime_of(rel), "copied", 0));
+		append_entry(s->list, rel, json_pack("{s:I, s:n, s:s, s:b}", "size", (json_int_t)size,
+			"sha256", "mime_type", mime_of(rel), "copied", 0));
 		return;
 	}
 	int out = copy_target(s, rel, size);
@@ -185,9 +224,8 @@ static void regular_file(struct scan *s, int dirfd, const char *name, const char
 	}
 	if (unchanged_input(s, rel, hex))
 		return;
-	json_array_append_new(s->list, json_pack("{s:s, s:I, s:s, s:s, s:b}", "path", rel,
-		"size", (json_int_t)st.st_size, "sha256", hex, "mime_type", mime_of(rel),
-		"copied", out >= 0));
+	append_entry(s->list, rel, json_pack("{s:I, s:s, s:s, s:b}", "size", (json_int_t)st.st_size,
+		"sha256", hex, "mime_type", mime_of(rel), "copied", out >= 0));
 }
 
 static void walk(struct scan *s, int dirfd, const char *prefix, int depth)

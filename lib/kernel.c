@@ -5,8 +5,10 @@
  * reads JSON-lines messages from its stdout. The kernel runs untrusted code
  * in its own process, so every line is capped, parsed, and treated as a
  * claim: never as an instruction, never trusted for limits (the sandbox's
- * verdict says how it ended). Lines that are not protocol messages (output
- * that bypassed the kernel) become stream messages.
+ * verdict says how it ended). Strings may hold U+0000 (a program's output
+ * is bytes): every string read here is compared by length. A line that is
+ * not a protocol message is a protocol violation by the kernel, never the
+ * program's output: it is dropped and reported once as a protocol_error.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -32,12 +34,14 @@ struct ward_kernel {
 	struct ward_policy policy;
 	struct ward_sandbox *sb;
 	enum ward_lang lang;
+	bool session;           /* the session agent, not one kernel */
 	char runners[PATH_MAX];
 	struct ward_bind bind;
 	/* protocol input */
 	char *line;
 	size_t line_len, line_cap, line_max;
 	bool line_overflow;
+	uint64_t bad_lines;     /* lines that were not protocol messages, dropped */
 	uint64_t proto_total, proto_max;
 	bool out_eof, err_eof;
 	/* requests not yet written */
@@ -186,19 +190,58 @@ static void emit_stream(const char *name, const char *text, size_t len, ward_ker
 	json_decref(m);
 }
 
+/* Whether j is the string s exactly: a string holding U+0000 is compared
+ * by its length, never cut at the NUL. */
+static bool str_is(json_t *j, const char *s)
+{
+	size_t n = strlen(s);
+	return json_is_string(j) && json_string_length(j) == n &&
+	       memcmp(json_string_value(j), s, n) == 0;
+}
+
+/* A string of the protocol's own vocabulary (a message type, a request
+ * id): never one holding U+0000. */
+static const char *word(json_t *j)
+{
+	const char *s = json_string_value(j);
+	return s && strlen(s) == json_string_length(j) ? s : NULL;
+}
+
 /* One complete line from the kernel's stdout. Returns the parsed message
- * (new reference) or NULL when the line is not a protocol message. */
+ * (new reference) or NULL when the line is not a protocol message. Text
+ * may hold U+0000 (printf '\0' is output like any other). */
 static json_t *parse_line(const char *line, size_t len)
 {
 	if (len == 0 || line[0] != '{')
 		return NULL;
-	json_t *m = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
-	if (m && (!json_is_object(m) || !json_is_string(json_object_get(m, "msg_type")) ||
+	json_t *m = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
+	if (m && (!json_is_object(m) || !word(json_object_get(m, "msg_type")) ||
 		  !json_is_object(json_object_get(m, "content")))) {
 		json_decref(m);
 		m = NULL;
 	}
 	return m;
+}
+
+/* A line that is not a protocol message: the kernel broke the protocol
+ * (its own bug, or code in its process writing on the channel). The line
+ * is dropped, never passed off as the program's output; the first one is
+ * reported as a protocol_error (runners/PROTOCOL.md, "Transport"). */
+static void protocol_violation(struct ward_kernel *k, size_t len, ward_kernel_cb cb, void *ctx)
+{
+	if (k->bad_lines++ || !cb)
+		return;
+	char value[160];
+	snprintf(value, sizeof(value), "the %s%s sent a line that is not a protocol message "
+		 "(%zu bytes); it was dropped", k->session ? "session agent" : ward_lang_name(k->lang),
+		 k->session ? "" : " kernel", len);
+	json_t *m = json_pack("{s:s, s:{s:s, s:s, s:[], s:s}}", "msg_type", "protocol_error",
+			      "content", "ename", "KernelProtocolError", "evalue", value,
+			      "traceback", "hint", "the kernel's protocol channel carries only "
+			      "JSON messages; do not write to the kernel's private descriptors");
+	if (m)
+		cb(m, ctx);
+	json_decref(m);
 }
 
 struct waiter {
@@ -214,25 +257,16 @@ static void dispatch(struct ward_kernel *k, struct waiter *w, const char *line, 
 {
 	json_t *m = parse_line(line, len);
 	if (!m) {
-		/* output that went around the kernel: still the program's stdout */
-		char *t = malloc(len + 1);
-		if (t) {
-			memcpy(t, line, len);
-			t[len] = '\n';
-			emit_stream("stdout", t, len + 1, w->cb, w->ctx);
-			free(t);
-		}
+		protocol_violation(k, len, w->cb, w->ctx);
 		return;
 	}
-	const char *type = json_string_value(json_object_get(m, "msg_type"));
-	const char *pid = json_string_value(json_object_get(m, "parent_id"));
-	if (w->want_type && !w->found && strcmp(type, w->want_type) == 0 &&
-	    (!w->want_id || (pid && strcmp(pid, w->want_id) == 0))) {
+	json_t *pid = json_object_get(m, "parent_id");
+	if (w->want_type && !w->found && str_is(json_object_get(m, "msg_type"), w->want_type) &&
+	    (!w->want_id || str_is(pid, w->want_id))) {
 		w->found = json_incref(json_object_get(m, "content"));
 	} else if (w->cb) {
 		w->cb(m, w->ctx);
 	}
-	(void)k;
 	json_decref(m);
 }
 
@@ -450,6 +484,7 @@ static int kernel_launch(const struct ward_policy *policy, const struct ward_ker
 	if (!k)
 		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
 	k->lang = o->lang;
+	k->session = o->session;
 	int r = 0;
 	if (async && !(k->aw = calloc(1, sizeof(*k->aw))))
 		r = ward_error_set(err, ENOMEM, "kernel", "out of memory");

@@ -91,7 +91,8 @@ static json_t *layer_list(uint32_t bits)
 static json_t *text(const struct ward_buffer *b)
 {
 	/* Output is bytes; JSON wants UTF-8. Invalid sequences would make the
-	 * whole verdict unencodable, so they become U+FFFD. */
+	 * whole verdict unencodable, so they become U+FFFD; a NUL byte is
+	 * U+0000 (JSON "\u0000"), kept like any other character. */
 	json_t *s = json_stringn(b->data ? b->data : "", b->len);
 	if (s)
 		return s;
@@ -103,13 +104,10 @@ static json_t *text(const struct ward_buffer *b)
 		unsigned char c = (unsigned char)b->data[i];
 		size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
 		json_t *probe = n && i + n <= b->len ? json_stringn(b->data + i, n) : NULL;
-		if (probe && c != 0) {
+		if (probe) {
 			memcpy(fixed + o, b->data + i, n);
 			o += n;
 			i += n;
-		} else if (c == 0) {
-			fixed[o++] = ' ';
-			i++;
 		} else {
 			memcpy(fixed + o, "\xef\xbf\xbd", 3);
 			o += 3;

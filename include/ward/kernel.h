@@ -55,7 +55,12 @@ struct ward_kernel_options {
 	bool session;
 };
 
-/* Called for each message as it arrives (borrowed; valid during the call). */
+/* Called for each message as it arrives (borrowed; valid during the call).
+ * Strings may hold U+0000 (a program's output is bytes): read them with
+ * json_string_length. A line from the kernel that is not a protocol message
+ * is dropped; the first one of a kernel's life comes here as a message of
+ * type "protocol_error" ({ename "KernelProtocolError", evalue, traceback,
+ * hint}, no parent_id), never as output. */
 typedef void (*ward_kernel_cb)(json_t *msg, void *ctx);
 
 /* Starts a sandbox running the kernel and waits until it says it is ready.

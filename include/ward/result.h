@@ -77,8 +77,11 @@ void ward_result_release(struct ward_result *r);
 void ward_result_set_sink(struct ward_result *r, ward_result_sink sink, void *ctx);
 
 /* One kernel message ({"msg_type", "content"}, borrowed): stream,
- * execute_result, display_data, error and policy_violation are kept; any
- * other type is ignored. */
+ * execute_result, display_data, error and policy_violation are kept;
+ * protocol_error (the channel's: a line that was not a message) is kept as
+ * an error and makes the run an error whatever the reply says; any other
+ * type is ignored. Text may hold U+0000 and is kept whole (by length);
+ * types, names and statuses match only when equal in full. */
 void ward_result_message(struct ward_result *r, json_t *msg);
 
 /* Ends the open cell with its execute_reply content (borrowed), or with

@@ -5,7 +5,9 @@
  * It must never trust a kernel's claim (types are checked, sizes capped)
  * and never hold more than one copy of the capped streams: cells point
  * into the stream buffers until the final JSON is built, and events are
- * built in bounded pieces, only when someone listens.
+ * built in bounded pieces, only when someone listens. Stream text is
+ * bytes that may hold U+0000: it is handled by length, never by strlen,
+ * and names and statuses are compared whole.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -48,6 +50,15 @@ WARD_EXPORT void ward_result_set_sink(struct ward_result *r, ward_result_sink si
 {
 	r->sink = sink;
 	r->ctx = ctx;
+}
+
+/* Whether j is the string s exactly (a string holding U+0000 is not cut
+ * at the NUL). */
+static bool str_is(json_t *j, const char *s)
+{
+	size_t n = strlen(s);
+	return json_is_string(j) && json_string_length(j) == n &&
+	       memcmp(json_string_value(j), s, n) == 0;
 }
 
 static void send_event(struct ward_result *r, json_t *ev)
@@ -117,9 +128,8 @@ static void stream_output(struct ward_result *r, int which, size_t off, size_t l
 
 static void on_stream(struct ward_result *r, json_t *c)
 {
-	const char *name = json_string_value(json_object_get(c, "name"));
 	json_t *t = json_object_get(c, "text");
-	int which = name && strcmp(name, "stderr") == 0;
+	int which = str_is(json_object_get(c, "name"), "stderr");
 	if (!json_is_string(t))
 		return;
 	const char *s = json_string_value(t);
@@ -165,18 +175,24 @@ static void on_error(struct ward_result *r, const char *type, json_t *c, json_t 
 
 WARD_EXPORT void ward_result_message(struct ward_result *r, json_t *m)
 {
-	const char *type = json_string_value(json_object_get(m, "msg_type"));
+	json_t *type = json_object_get(m, "msg_type");
 	json_t *c = json_object_get(m, "content");
-	if (!type || !json_is_object(c))
+	if (!json_is_object(c))
 		return;
-	if (strcmp(type, "stream") == 0)
+	if (str_is(type, "stream")) {
 		on_stream(r, c);
-	else if (strcmp(type, "execute_result") == 0 || strcmp(type, "display_data") == 0)
-		on_bundle(r, type, c);
-	else if (strcmp(type, "error") == 0)
-		on_error(r, type, c, &r->error);
-	else if (strcmp(type, "policy_violation") == 0)
-		on_error(r, type, c, &r->violation);
+	} else if (str_is(type, "execute_result") || str_is(type, "display_data")) {
+		on_bundle(r, json_string_value(type), c);
+	} else if (str_is(type, "error")) {
+		on_error(r, "error", c, &r->error);
+	} else if (str_is(type, "policy_violation")) {
+		on_error(r, "policy_violation", c, &r->violation);
+	} else if (str_is(type, "protocol_error")) {
+		/* the kernel broke its protocol: what it says cannot be trusted
+		 * to be complete, so the run is an error whatever it replies */
+		on_error(r, "error", c, &r->error);
+		r->code_failed = true;
+	}
 }
 
 /* What a reply says beyond its status: the kernel's own truncation. */
@@ -184,12 +200,11 @@ static void note_reply(struct ward_result *r, json_t *reply)
 {
 	json_decref(r->reply);
 	r->reply = json_incref(reply);
-	const char *st = json_string_value(json_object_get(reply, "status"));
 	if (!reply) {
 		r->died = true;
 		return;
 	}
-	if (!st || strcmp(st, "ok") != 0)
+	if (!str_is(json_object_get(reply, "status"), "ok"))
 		r->code_failed = true;
 	if (json_is_true(json_object_get(reply, "stdout_truncated")))
 		r->truncated[0] = true;
@@ -200,7 +215,10 @@ static void note_reply(struct ward_result *r, json_t *reply)
 WARD_EXPORT void ward_result_reply(struct ward_result *r, json_t *reply)
 {
 	note_reply(r, reply);
-	const char *st = reply ? json_string_value(json_object_get(reply, "status")) : NULL;
+	json_t *js = json_object_get(reply, "status");
+	const char *st = json_string_value(js);
+	if (st && strlen(st) != json_string_length(js))
+		st = NULL; /* not a status word */
 	json_t *cell = json_pack("{s:s, s:O?, s:O}", "status", reply ? st ? st : "error" : "died",
 				 "execution_count", json_object_get(reply, "execution_count"),
 				 "outputs", r->outputs);
@@ -222,8 +240,7 @@ WARD_EXPORT void ward_result_call_reply(struct ward_result *r, json_t *reply)
 	note_reply(r, reply);
 	if (!reply)
 		return;
-	const char *st = json_string_value(json_object_get(reply, "status"));
-	if (st && strcmp(st, "ok") == 0) {
+	if (str_is(json_object_get(reply, "status"), "ok")) {
 		json_decref(r->value);
 		r->value = json_incref(json_object_get(reply, "value"));
 		return;
@@ -258,8 +275,7 @@ static void resolve_stream(json_t *e, const struct ward_verdict *v)
 	json_t *jo = json_object_get(e, "off"), *jl = json_object_get(e, "len");
 	if (!jo || !jl)
 		return;
-	const char *name = json_string_value(json_object_get(e, "name"));
-	const struct ward_buffer *b = name && strcmp(name, "stderr") == 0 ? &v->err : &v->out;
+	const struct ward_buffer *b = str_is(json_object_get(e, "name"), "stderr") ? &v->err : &v->out;
 	size_t off = (size_t)json_integer_value(jo), len = (size_t)json_integer_value(jl);
 	if (off > b->len)
 		off = b->len;

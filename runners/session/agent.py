@@ -439,9 +439,13 @@ class Agent:
         except ValueError:
             msg = None
         if not isinstance(msg, dict):
-            if raw:
-                self.send("stream", {"name": "stdout", "text": raw.decode("utf-8", "replace") + "\n"},
-                          self.parent(ctx))
+            if raw:                      # the kernel broke the protocol: never the program's output
+                self.send("protocol_error", {
+                    "ename": "KernelProtocolError", "traceback": [],
+                    "evalue": "the %s kernel sent a line that is not a protocol message (%d bytes); "
+                              "it was dropped" % (ctx.language, len(raw)),
+                    "hint": "the kernel's protocol channel carries only JSON messages; do not write "
+                            "to the kernel's private descriptors"}, self.parent(ctx))
             return
         ex = ctx.exec
         if not ctx.ready and msg.get("msg_type") == "status":

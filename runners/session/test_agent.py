@@ -32,7 +32,7 @@ for line in sys.stdin:
     req = json.loads(line)
     print("not json", flush=True)
     os.write(2, "oops \u00e9\n".encode()[:6]); os.write(2, "oops \u00e9\n".encode()[6:])
-    send("stream", {"name": "stdout", "text": req["content"]["code"]}, req["id"])
+    send("stream", {"name": "stdout", "text": req["content"]["code"] + "\0"}, req["id"])
     send("execute_reply", {"status": "ok", "execution_count": 9}, "not-" + req["id"])
     send("execute_reply", {"status": "ok", "execution_count": 1, "language": "forged"}, req["id"])
 '''
@@ -295,7 +295,14 @@ class TestFakeKernel(unittest.TestCase):
         a = AgentProcess(runners=runners)
         try:
             msgs = a.execute("code!")
-            self.assertEqual(text(msgs), "not json\ncode!")
+            self.assertEqual(text(msgs), "code!\0")    # U+0000 relayed as text
+            bad = of(msgs, "protocol_error")            # a line that is not a message is never stdout
+            self.assertEqual([(e["ename"], e["evalue"]) for e in bad], [(
+                "KernelProtocolError", "the python kernel sent a line that is not a protocol message "
+                "(8 bytes); it was dropped")])
+            types = [m["msg_type"] for m in msgs]
+            self.assertLess(types.index("protocol_error"), types.index("stream"))  # in order, for this request
+            self.assertEqual(msgs[types.index("protocol_error")]["parent_id"], msgs[-1]["parent_id"])
             self.assertEqual(text(msgs, "stderr"), "oops \u00e9\n")
             stale = [m for m in msgs if m["msg_type"] == "execute_reply" and m["parent_id"] != msgs[-1]["parent_id"]]
             self.assertEqual(len(stale), 1)              # relayed unchanged: not this request's reply
@@ -341,7 +348,7 @@ class TestRegistry(unittest.TestCase):
                                       "argv": [PYTHON, "-I", "-u", "{runners}/fake/kernel.py"]}]}, f)
         a = AgentProcess(runners=runners)
         try:
-            self.assertEqual(text(a.execute("code!", language="fk")), "not json\ncode!")
+            self.assertEqual(text(a.execute("code!", language="fk")), "code!\0")
             bad = of(a.execute("1", language="python"), "error")
             self.assertEqual([e["ename"] for e in bad], ["ProtocolError"])
             self.assertIn("language (fake)", bad[0]["evalue"])

@@ -38,11 +38,14 @@ struct out {
 
 static void print_bundle(json_t *data, const char *prefix)
 {
-	const char *plain = json_string_value(json_object_get(data, "text/plain"));
+	json_t *plain = json_object_get(data, "text/plain");
 	const char *key;
 	json_t *val;
-	if (plain)
-		printf("%s%s\n", prefix, plain);
+	if (json_is_string(plain)) { /* whole, past any NUL byte */
+		fputs(prefix, stdout);
+		fwrite(json_string_value(plain), 1, json_string_length(plain), stdout);
+		putchar('\n');
+	}
 	json_object_foreach(data, key, val) {
 		if (strcmp(key, "text/plain") == 0)
 			continue;

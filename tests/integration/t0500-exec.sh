@@ -102,6 +102,14 @@ test_expect_success 'artifacts: an oversized file is listed, not copied, and rep
 	expect_eq "$(pyfield "v[\"artifacts\"][0][\"copied\"]")" False && test ! -e out3/big.bin &&
 	expect_contains "$(field artifacts_skipped)" "per-file cap"
 '
+test_expect_success 'artifacts: a name that is not UTF-8 is listed escaped and copied under its own bytes' '
+	ex --lang python --artifacts "$PWD/out4" -c "import os
+open(b\"caf\\xe9.txt\", \"w\").write(\"x\")
+os.symlink(\"/etc/passwd\", b\"l\\xff\")" &&
+	expect_eq "$(pyfield "[(a[\"path\"], a.get(\"path_escaped\"), a[\"copied\"]) for a in v[\"artifacts\"]] == [(\"caf\\\\xe9.txt\", True, True)]")" True &&
+	expect_eq "$(pyfield "[(a[\"path\"], a.get(\"path_escaped\")) for a in v[\"artifacts_skipped\"]] == [(\"l\\\\xff\", True)]")" True &&
+	expect_eq "$(cat "out4/$(printf "caf\\351.txt")")" x && test ! -e "out4/$(printf "l\\377")"
+'
 # --- call mode ---
 cat > "$TEST_TMP/tool.py" <<'PY'
 class MyTool:
@@ -127,6 +135,38 @@ test_expect_success 'call: a missing target, bad arguments and an unserialisable
 	"$WARD" call --json --lang python -f tool.py --function MyTool.run --args "{\"wrong\": 1}" > v.json; b=$(field error.name)
 	"$WARD" call --json --lang python -f tool.py --function bad > v.json; c=$(field error.name)
 	expect_eq "$a $b $c" "FunctionNotFound ArgumentError SerializationError"
+'
+# --- a NUL byte is output like any other: text holding U+0000 ---
+# (the kernel's protocol line must never come back as the program's stdout)
+nul_ok() {
+	expect_eq "$(field status)" ok &&
+	expect_eq "$(pyfield "v[\"stdout\"] == \"a\\x00b\\n\" and [o[\"text\"] for o in v[\"cells\"][0][\"outputs\"]] == [v[\"stdout\"]]")" True &&
+	grep -qF "\"stdout\":\"a\\u0000b\\n\"" v.json
+}
+test_expect_success 'python: a NUL byte in the output comes back as U+0000' '
+	ex --lang python -c "print(\"a\\0b\")" && nul_ok
+'
+test_expect_success NODE 'node: a NUL byte in the output comes back as U+0000' '
+	ex --lang node -c "console.log(\"a\\0b\")" && nul_ok
+'
+test_expect_success 'bash: a NUL byte in the output comes back as U+0000' '
+	ex --lang bash -c "printf \"a\\0b\\n\"" && nul_ok
+'
+test_expect_success 'call: a returned string and printed text with a NUL byte come back whole' '
+	printf "def f():\n    print(\"x\\\\0y\")\n    return \"a\\\\0b\"\n" > nul.py &&
+	"$WARD" call --json --lang python -f nul.py --function f > v.json &&
+	expect_eq "$(field status)" ok &&
+	expect_eq "$(pyfield "v[\"value\"] == \"a\\x00b\" and v[\"stdout\"] == \"x\\x00y\\n\"")" True
+'
+test_expect_success 'a line on the protocol channel that is not a message is a KernelProtocolError, not stdout' '
+	ex --lang python -c "import gc, os
+from _ward_kernel.streams import Channel
+os.write([o for o in gc.get_objects() if isinstance(o, Channel)][0].proto, b\"garbage\\n\")
+print(\"after\")"; rc=$?
+	expect_eq $rc 1 && expect_eq "$(field status)" error &&
+	expect_eq "$(field error.name)" KernelProtocolError &&
+	expect_contains "$(field error.value)" "python kernel sent a line that is not a protocol message" &&
+	expect_eq "$(field stdout)" after && ! grep -q garbage v.json
 '
 # --- lint (advisory) ---
 cat > "$TEST_TMP/lint.json" <<'JS'

@@ -1,7 +1,7 @@
 /* tests/unit/t-result.c — the result builder (lib/kernel/result.c): a table
  * of kernel message sequences, each with the sandbox's verdict, against the
  * status and the JSON the builder must give; the one output cap; bounded
- * stream events. */
+ * stream events; text holding U+0000, kept whole and compared by length. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +67,30 @@ static const struct row rows[] = {
 	  "[{\"msg_type\":\"policy_violation\",\"content\":{\"rule\":\"deny_imports\",\"name\":\"os\"}}," ERR "]",
 	  WARD_STATUS_OK, 1024, "policy_violation",
 	  "{\"exit_code\":3,\"policy_violation\":{\"rule\":\"deny_imports\",\"name\":\"os\"}}" },
+	{ "a NUL byte is text like any other",
+	  "[" S("stdout", "a\\u0000b\\n") "," OK "]", WARD_STATUS_OK, 1024, "ok",
+	  "{\"stdout\":\"a\\u0000b\\n\",\"cells\":[{\"status\":\"ok\",\"execution_count\":1,\"outputs\":["
+	  "{\"type\":\"stream\",\"name\":\"stdout\",\"text\":\"a\\u0000b\\n\"}]}]}" },
+	{ "the cap counts a NUL byte as one byte",
+	  "[" S("stdout", "ab\\u0000cd") "," OK "]", WARD_STATUS_OK, 3, "output_limit",
+	  "{\"stdout\":\"ab\\u0000\",\"stdout_truncated\":true}" },
+	{ "a stream name holding U+0000 is not stderr",
+	  "[" S("stderr\\u0000x", "t") "," OK "]", WARD_STATUS_OK, 1024, "ok",
+	  "{\"stdout\":\"t\",\"stderr\":\"\"}" },
+	{ "a message type holding U+0000 is no known type",
+	  "[{\"msg_type\":\"stream\\u0000x\",\"content\":{\"name\":\"stdout\",\"text\":\"t\"}},"
+	  "{\"msg_type\":\"error\\u0000\",\"content\":{\"ename\":\"E\"}}," OK "]",
+	  WARD_STATUS_OK, 1024, "ok", "{\"stdout\":\"\",\"error\":null}" },
+	{ "a reply status holding U+0000 is not ok",
+	  "[{\"msg_type\":\"REPLY\",\"content\":{\"status\":\"ok\\u0000\",\"execution_count\":1}}]",
+	  WARD_STATUS_OK, 1024, "error",
+	  "{\"exit_code\":1,\"cells\":[{\"status\":\"error\",\"execution_count\":1,\"outputs\":[]}]}" },
+	{ "a protocol error from the channel: the run is an error, nothing is stdout",
+	  "[{\"msg_type\":\"protocol_error\",\"content\":{\"ename\":\"KernelProtocolError\","
+	  "\"evalue\":\"dropped\",\"traceback\":[]}}," S("stdout", "after") "," OK "]",
+	  WARD_STATUS_OK, 1024, "error",
+	  "{\"exit_code\":1,\"stdout\":\"after\",\"error\":{\"name\":\"KernelProtocolError\","
+	  "\"value\":\"dropped\",\"traceback\":[]}}" },
 	{ "unknown and malformed messages are ignored",
 	  "[{\"msg_type\":\"shutdown_reply\",\"content\":{}},{\"msg_type\":\"stream\",\"content\":{\"text\":1}},"
 	  "{\"msg_type\":\"error\"}," OK "]",
@@ -97,11 +121,12 @@ static json_t *run_row(const struct row *r, struct ward_verdict *v)
 	struct ward_result res;
 	if (ward_result_init(&res, r->limit) < 0)
 		return NULL;
-	json_t *msgs = json_loads(r->msgs, 0, NULL);
+	json_t *msgs = json_loads(r->msgs, JSON_ALLOW_NUL, NULL);
 	size_t i;
 	json_t *m;
 	json_array_foreach(msgs, i, m) {
-		if (strcmp(json_string_value(json_object_get(m, "msg_type")), "REPLY") == 0)
+		const char *type = json_string_value(json_object_get(m, "msg_type"));
+		if (strcmp(type, "REPLY") == 0)
 			ward_result_reply(&res, json_object_get(m, "content"));
 		else
 			ward_result_message(&res, m);
@@ -175,6 +200,38 @@ static void test_cap(void)
 	ward_verdict_release(&v);
 }
 
+static void sink_nul(json_t *ev, void *ctx)
+{
+	json_t *t = json_object_get(ev, "text");
+	*(int *)ctx = json_string_length(t) == 3 && memcmp(json_string_value(t), "a\0b", 3) == 0;
+}
+
+/* Text holding NUL bytes: events and the verdict keep them as U+0000. */
+static void test_nul(void)
+{
+	struct ward_result res;
+	int whole = 0;
+	ward_result_init(&res, 1024);
+	ward_result_set_sink(&res, sink_nul, &whole);
+	json_t *m = json_pack("{s:s, s:{s:s, s:s%}}", "msg_type", "stream", "content", "name",
+			      "stdout", "text", "a\0b", (size_t)3);
+	ward_result_message(&res, m);
+	ok(whole, "a stream event keeps a NUL byte and what follows it");
+	json_decref(m);
+	ward_result_release(&res);
+
+	struct ward_verdict v;
+	ward_verdict_init(&v);
+	ward_buffer_append(&v.out, "a\0b\xff" "c", 5);
+	char *s = ward_verdict_to_json(&v);
+	const char *want = "\"stdout\":\"a\\u0000b\xef\xbf\xbd" "c\"";
+	ok(s && strstr(s, want), "the verdict says a NUL byte as \\u0000 next to an invalid byte (U+FFFD)");
+	if (s && !strstr(s, want))
+		diag("got %s", s);
+	free(s);
+	ward_verdict_release(&v);
+}
+
 static void test_depth(void)
 {
 	char deep[80], shallow[80];
@@ -194,7 +251,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		struct ward_verdict v;
 		json_t *f = run_row(&rows[i], &v);
-		json_t *want = json_loads(rows[i].check, 0, NULL);
+		json_t *want = json_loads(rows[i].check, JSON_ALLOW_NUL, NULL);
 		is_str(ward_status_name(v.status), rows[i].status, "%s: status", rows[i].name);
 		if (!ok(f && want && subset(want, f), "%s: JSON", rows[i].name)) {
 			char *s = f ? json_dumps(f, JSON_COMPACT) : NULL;
@@ -207,6 +264,7 @@ int main(void)
 	}
 	test_events();
 	test_cap();
+	test_nul();
 	test_depth();
 	return tap_done();
 }
