@@ -289,7 +289,8 @@ static int check_source(int fd, const char *src, struct ward_error *err)
  * makes there can carry privilege: seccomp refuses every set-id mode, the
  * program holds no capability (no CAP_SETFCAP for file capabilities, no
  * CAP_FSETID, so a write to an existing setuid file clears its bit), and the
- * mount is nosuid and nodev. A filesystem without idmap support keeps the
+ * mount is nosuid, nodev and noexec (like every writable mount: what the
+ * program writes it cannot run). A filesystem without idmap support keeps the
  * plain bind. */
 static int idmap_bind(struct ward_plan *plan, struct ward_mount_op *m, struct ward_error *err)
 {
@@ -309,7 +310,8 @@ static int idmap_bind(struct ward_plan *plan, struct ward_mount_op *m, struct wa
 		close(tree);
 		return ns;
 	}
-	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+						  MOUNT_ATTR_NOEXEC,
 				   .userns_fd = (uint64_t)ns };
 	r = (int)ward_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr));
 	int saved = errno;
