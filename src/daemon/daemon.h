@@ -255,11 +255,27 @@ struct route_out {
 	struct deferred *d;         /* an answer to wait for */
 	bool took_body;             /* the body (and its reserved bytes) now belong to a job */
 };
-/* Routes /v1/sessions...; body may be NULL (GET, DELETE). Answers c now,
- * or fills out. */
-int session_route(struct srv *s, struct MHD_Connection *c, const struct ward_key_info *key,
-		  const char *method, const char *url, const char *body, size_t len,
-		  struct route_out *out);
+/* A request on /v1/sessions..., as the route table matched it. */
+struct sess_call {
+	struct MHD_Connection *c;
+	const struct ward_key_info *key;
+	const char *id;              /* {id}, or NULL */
+	const char *command_id;      /* {command_id}, or NULL */
+	const char *body;            /* NULL: none (GET, DELETE) */
+	size_t len;
+};
+enum file_op { OP_GET, OP_PUT, OP_DELETE };
+/* Each answers q->c now, or fills out (an execution or a deferred answer). */
+int session_create(struct srv *s, const struct sess_call *q, struct route_out *out);
+int session_list(struct srv *s, const struct sess_call *q, struct route_out *out);
+int session_get(struct srv *s, const struct sess_call *q, struct route_out *out);
+int session_delete(struct srv *s, const struct sess_call *q, struct route_out *out);
+/* POST .../execute (exec) or .../commands. */
+int session_call(struct srv *s, const struct sess_call *q, bool exec, struct route_out *out);
+/* GET (status) or DELETE (kill) .../commands/{command_id}. */
+int session_command_status(struct srv *s, const struct sess_call *q, bool kill,
+			   struct route_out *out);
+int session_files(struct srv *s, const struct sess_call *q, enum file_op op, struct route_out *out);
 void session_dispatch(struct srv *s, struct session *se);
 int session_timeout(struct srv *s);
 void session_tick(struct srv *s);
@@ -274,7 +290,7 @@ int session_recover(struct srv *s);
  * http.c holds it) is taken over when out->took_body is set; of the bytes
  * reserved for it (files_upload_reserve), len go with it. */
 int files_route(struct srv *s, struct MHD_Connection *c, struct session *se,
-		const char *method, char *body, size_t len, struct route_out *out);
+		enum file_op op, char *body, size_t len, struct route_out *out);
 /* Upload bodies are held in memory until they are whole: within 4 ×
  * max_file in all and 2 × max_file per tenant. 0, or -ENOSPC (the
  * daemon's share is used: 503) or -EDQUOT (the tenant's: 429). */

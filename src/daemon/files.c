@@ -35,8 +35,6 @@
 
 enum { MAX_ENTRIES = 10000, MAX_DEPTH = 32, MAX_PATH_LEN = 1000, MAX_UPLOADERS = 64 };
 
-enum file_op { OP_GET, OP_PUT, OP_DELETE };
-
 struct file_job {
 	struct srv_job j;
 	enum file_op op;
@@ -558,16 +556,12 @@ static void file_done(struct srv *s, struct srv_job *j)
 }
 
 int files_route(struct srv *s, struct MHD_Connection *c, struct session *se,
-		const char *method, char *body, size_t len, struct route_out *out)
+		enum file_op op, char *body, size_t len, struct route_out *out)
 {
 	const char *path;
 	int r = path_arg(c, &path);
 	if (r >= 0)
 		return r;
-	enum file_op op = strcmp(method, "GET") == 0 ? OP_GET : strcmp(method, "PUT") == 0 ? OP_PUT
-			: OP_DELETE;
-	if (strcmp(method, "DELETE") != 0 && op == OP_DELETE)
-		return srv_respond_error(c, 405, "method_not_allowed", NULL, "method not allowed here");
 	if (op == OP_PUT && !*path)
 		return srv_respond_error(c, 400, "invalid_request", "path",
 					 "expected the path of a file inside /workspace");

@@ -1,10 +1,12 @@
 /* src/daemon/http.c — the HTTP side of `ward serve`: routes, auth, limits.
  *
  * libmicrohttpd runs in external-epoll mode (no thread of its own); this
- * file only answers its callbacks. Order on every request: route, then the
- * API key (before any body byte is used), then the scope, then the body
- * within its size and depth limits, then the work. Every refusal is a JSON
- * error body; nothing a client sends may crash or block the daemon.
+ * file only answers its callbacks. Order on every request: the route table
+ * (routes.c) matches the path once, then the API key (before any body byte
+ * is used; public rows need none), then 404/405, then the row's scope, then
+ * the body within its size and depth limits, then the row's handler; the
+ * audit line names the row's action. Every refusal is a JSON error body;
+ * nothing a client sends may crash or block the daemon.
  */
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -17,10 +19,9 @@
 
 #include "base/util.h"
 #include "daemon.h"
+#include "routes.h"
 
 enum { MAX_DEPTH = 32, AUDIT_PATH_MAX = 1024, DENIED_INTERVAL_MS = 10000 };
-
-enum route { R_NONE, R_EXEC_POST, R_SESSION };
 
 struct req {
 	struct srv *s;
@@ -29,9 +30,10 @@ struct req {
 	uint64_t limit;          /* of the body */
 	uint64_t reserved;       /* an upload's body bytes counted by files_upload_reserve */
 	int refused;             /* an upload files_upload_reserve refused (its rc) */
-	bool upload;             /* a PUT of the files API */
 	bool too_big, answered;
-	enum route route;
+	bool pending;            /* a body is being read: the handler runs at its end */
+	struct route_match m;
+	const char *url;         /* libmicrohttpd's, for the request's lifetime */
 	struct ward_key_info key;
 	struct execution *ex;
 	struct deferred *d;
@@ -92,8 +94,6 @@ static int answer_error(struct req *rq, struct MHD_Connection *c, unsigned statu
 	close_next = status == 401;
 	if (status == 401 || status == 403)
 		metrics_denial(rq->s, rq->key.tenant[0] ? rq->key.tenant : NULL);
-	else
-		rq->s->m.bad_requests++;
 	return srv_respond_error(c, status, code, field, "%s", msg);
 }
 
@@ -306,6 +306,15 @@ static int answer_exec(struct req *rq, struct MHD_Connection *c)
 	return srv_respond_json(c, 200, exec_result(rq->ex));
 }
 
+/* A caller waiting for the final JSON: now, or when the execution wakes it. */
+static int wait_exec(struct req *rq, struct MHD_Connection *c)
+{
+	if (exec_done(rq->ex))
+		return answer_exec(rq, c);
+	exec_attach(rq->ex, c, false);
+	return MHD_YES;
+}
+
 static bool wants_stream(struct MHD_Connection *c)
 {
 	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
@@ -371,18 +380,11 @@ static int memory_check(struct req *rq, struct MHD_Connection *c, uint64_t memor
 	return answer_error(rq, c, 429, "quota_exceeded", "tenant_memory", msg);
 }
 
-static int post_execution(struct req *rq, struct MHD_Connection *c, const char *url)
+/* --- the handlers, one per route_handler --- */
+
+static int h_exec_start(struct req *rq, struct MHD_Connection *c)
 {
 	struct srv *s = rq->s;
-	if (rq->too_big) {
-		char msg[128];
-		snprintf(msg, sizeof(msg), "the body is over the limit of %llu bytes",
-			 (unsigned long long)s->cfg.max_body);
-		return answer_error(rq, c, 413, "body_too_large", NULL, msg);
-	}
-	if (too_deep(rq->body, rq->len))
-		return answer_error(rq, c, 400, "too_deep", NULL,
-				    "JSON nested deeper than 32 levels");
 	int q = quota_check(rq, c);
 	if (q >= 0)
 		return q;
@@ -390,9 +392,6 @@ static int post_execution(struct req *rq, struct MHD_Connection *c, const char *
 	unsigned status;
 	json_t *error = NULL;
 	if (exec_request_parse(s, rq->body ? rq->body : "", rq->len, &er, &status, &error) < 0) {
-		rq->answered = true;
-		s->m.bad_requests++;
-		audit_request(s, &rq->key, "execute", "POST", url, status);
 		int r = srv_respond_json(c, status, error);
 		json_decref(error);
 		return r;
@@ -403,86 +402,30 @@ static int post_execution(struct req *rq, struct MHD_Connection *c, const char *
 		return q;
 	}
 	bool stream = er.stream = wants_stream(c);
-	audit_request(s, &rq->key, "execute", "POST", url, 200);
 	struct ward_error err;
 	ward_error_clear(&err);
 	if (exec_start(s, &er, &rq->key, &rq->ex, &err) < 0) {
 		exec_request_release(&er);
 		return answer_error(rq, c, 500, "internal", NULL, err.message);
 	}
-	if (stream) /* er was handed over */
-		return start_stream(rq, c);
-	if (exec_done(rq->ex))
-		return answer_exec(rq, c);
-	exec_attach(rq->ex, c, false);
-	return MHD_YES;
+	return stream ? start_stream(rq, c) : wait_exec(rq, c);
 }
 
-static int session_call(struct req *rq, struct MHD_Connection *c, const char *url,
-			const char *method)
+static int h_exec_cancel(struct req *rq, struct MHD_Connection *c)
 {
-	struct srv *s = rq->s;
-	if (rq->too_big) {
-		char msg[160];
-		snprintf(msg, sizeof(msg), "the body is over the limit of %llu bytes (%s)",
-			 (unsigned long long)rq->limit,
-			 strcmp(method, "PUT") == 0 ? "max_file" : "max_body");
-		return answer_error(rq, c, 413, "body_too_large", NULL, msg);
-	}
-	if (strcmp(method, "POST") == 0 && too_deep(rq->body, rq->len))
-		return answer_error(rq, c, 400, "too_deep", NULL, "JSON nested deeper than 32 levels");
-	struct route_out out;
-	last_status = 0;
-	int r = rq->refused ? files_upload_refuse(c, rq->refused, s)
-		: session_route(s, c, &rq->key, method, url, rq->body, rq->len, &out);
-	if (rq->refused)
-		memset(&out, 0, sizeof(out));
-	if (out.took_body) { /* the upload's job has the body and len of the bytes */
-		files_upload_release(s, rq->key.tenant, rq->reserved - rq->len);
-		rq->body = NULL;
-		rq->len = rq->cap = rq->reserved = 0;
-	}
-	const char *action = strstr(url, "/files") ? "files" : strstr(url, "/execute") ? "session.execute"
-			   : strstr(url, "/commands") ? "session.command" : "session";
-	audit_request(s, &rq->key, action, method, url, out.ex ? 200 : out.d ? 202 : last_status);
-	if (last_status >= 400)
-		s->m.bad_requests++;
-	if (out.d) {
-		rq->d = out.d;
-		return MHD_YES;
-	}
-	if (!out.ex) {
-		rq->answered = true;
-		return r;
-	}
-	rq->ex = out.ex;
-	if (out.stream)
-		return start_stream(rq, c);
-	if (exec_done(rq->ex))
-		return answer_exec(rq, c);
-	exec_attach(rq->ex, c, false);
-	return MHD_YES;
-}
-
-static int delete_execution(struct req *rq, struct MHD_Connection *c, const char *url)
-{
-	const char *id = url + strlen("/v1/executions/");
+	const char *id = route_param(&rq->m, "id");
 	struct execution *ex = exec_find(rq->s, id);
 	/* another tenant's execution does not exist for this one */
-	if (!ex || strcmp(exec_tenant(ex), rq->key.tenant) != 0) {
-		audit_request(rq->s, &rq->key, "cancel", "DELETE", url, 404);
+	if (!ex || strcmp(exec_tenant(ex), rq->key.tenant) != 0)
 		return answer_error(rq, c, 404, "not_found", "id", "no such running execution");
-	}
 	exec_cancel(ex);
-	audit_request(rq->s, &rq->key, "cancel", "DELETE", url, 202);
-	rq->answered = true;
 	json_t *b = json_pack("{s:s, s:s}", "id", id, "status", "cancelling");
 	int r = srv_respond_json(c, 202, b);
 	json_decref(b);
 	return r;
 }
 
-static int get_metrics(struct req *rq, struct MHD_Connection *c)
+static int h_metrics(struct req *rq, struct MHD_Connection *c)
 {
 	size_t n;
 	char *txt = metrics_render(rq->s, &n);
@@ -495,37 +438,134 @@ static int get_metrics(struct req *rq, struct MHD_Connection *c)
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+	last_status = 200;
 	enum MHD_Result ok = MHD_queue_response(c, 200, r);
 	MHD_destroy_response(r);
 	return ok;
 }
 
-static int public_route(struct req *rq, struct MHD_Connection *c, const char *url,
-			const char *method)
+static int h_healthz(struct req *rq, struct MHD_Connection *c)
 {
 	struct srv *s = rq->s;
-	bool get = strcmp(method, "GET") == 0;
-	if (strcmp(url, "/healthz") == 0 && get) {
-		rq->answered = true;
-		json_t *b = json_pack("{s:s, s:i, s:i, s:b}", "status", s->stopping ? "stopping" : "ok",
-				      "running", (int)s->running, "sessions", (int)s->n_sessions,
-				      "keys_loaded", s->keys != NULL);
-		int r = srv_respond_json(c, s->stopping ? 503 : 200, b);
-		json_decref(b);
+	json_t *b = json_pack("{s:s, s:i, s:i, s:b}", "status", s->stopping ? "stopping" : "ok",
+			      "running", (int)s->running, "sessions", (int)s->n_sessions,
+			      "keys_loaded", s->keys != NULL);
+	int r = srv_respond_json(c, s->stopping ? 503 : 200, b);
+	json_decref(b);
+	return r;
+}
+
+static int h_openapi(struct req *rq, struct MHD_Connection *c)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		rq->s->openapi_len, (void *)rq->s->openapi, MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	last_status = 200;
+	enum MHD_Result ok = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+/* A session route's answer: now, or an execution or a deferred answer. */
+static int session_out(struct req *rq, struct MHD_Connection *c, int r, struct route_out *out)
+{
+	if (out->took_body) { /* the upload's job has the body and len of the bytes */
+		files_upload_release(rq->s, rq->key.tenant, rq->reserved - rq->len);
+		rq->body = NULL;
+		rq->len = rq->cap = rq->reserved = 0;
+	}
+	if (out->d) {
+		rq->d = out->d;
+		return MHD_YES;
+	}
+	if (!out->ex)
 		return r;
+	rq->ex = out->ex;
+	return out->stream ? start_stream(rq, c) : wait_exec(rq, c);
+}
+
+static struct sess_call sess_call_of(struct req *rq, struct MHD_Connection *c)
+{
+	return (struct sess_call){ .c = c, .key = &rq->key, .id = route_param(&rq->m, "id"),
+				   .command_id = route_param(&rq->m, "command_id"),
+				   .body = rq->body, .len = rq->len };
+}
+
+#define SESSION_HANDLER(name, call)                                                  \
+	static int name(struct req *rq, struct MHD_Connection *c)                     \
+	{                                                                             \
+		struct sess_call q = sess_call_of(rq, c);                             \
+		struct route_out out;                                                 \
+		int r = call;                                                         \
+		return session_out(rq, c, r, &out);                                   \
 	}
-	if (strcmp(url, "/v1/openapi.json") == 0 && get) {
+SESSION_HANDLER(h_session_create, session_create(rq->s, &q, &out))
+SESSION_HANDLER(h_session_list, session_list(rq->s, &q, &out))
+SESSION_HANDLER(h_session_get, session_get(rq->s, &q, &out))
+SESSION_HANDLER(h_session_delete, session_delete(rq->s, &q, &out))
+SESSION_HANDLER(h_session_execute, session_call(rq->s, &q, true, &out))
+SESSION_HANDLER(h_session_command, session_call(rq->s, &q, false, &out))
+SESSION_HANDLER(h_command_status, session_command_status(rq->s, &q, false, &out))
+SESSION_HANDLER(h_command_kill, session_command_status(rq->s, &q, true, &out))
+SESSION_HANDLER(h_file_get, session_files(rq->s, &q, OP_GET, &out))
+SESSION_HANDLER(h_file_put, session_files(rq->s, &q, OP_PUT, &out))
+SESSION_HANDLER(h_file_delete, session_files(rq->s, &q, OP_DELETE, &out))
+
+typedef int handler_fn(struct req *rq, struct MHD_Connection *c);
+/* One function per row kind of the route table (routes.h). */
+static handler_fn *const handlers[] = {
+	[RH_HEALTHZ] = h_healthz,
+	[RH_OPENAPI] = h_openapi,
+	[RH_METRICS] = h_metrics,
+	[RH_EXEC_START] = h_exec_start,
+	[RH_EXEC_CANCEL] = h_exec_cancel,
+	[RH_SESSION_CREATE] = h_session_create,
+	[RH_SESSION_LIST] = h_session_list,
+	[RH_SESSION_GET] = h_session_get,
+	[RH_SESSION_DELETE] = h_session_delete,
+	[RH_SESSION_EXECUTE] = h_session_execute,
+	[RH_SESSION_COMMAND] = h_session_command,
+	[RH_COMMAND_STATUS] = h_command_status,
+	[RH_COMMAND_KILL] = h_command_kill,
+	[RH_FILE_GET] = h_file_get,
+	[RH_FILE_PUT] = h_file_put,
+	[RH_FILE_DELETE] = h_file_delete,
+};
+_Static_assert(ARRAY_SIZE(handlers) == ROUTE_N_HANDLERS, "a handler for every route kind");
+
+/* Runs the matched row's handler once its body (if any) is whole: the
+ * body's limits first, then the handler; an authenticated request gets
+ * one audit line with the row's action and the answer's status. */
+static int dispatch(struct req *rq, struct MHD_Connection *c)
+{
+	struct srv *s = rq->s;
+	const struct route *rt = rq->m.route;
+	int r;
+	rq->pending = false;
+	last_status = 0;
+	if (rq->too_big) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "the body is over the limit of %llu bytes (%s)",
+			 (unsigned long long)rq->limit, rt->body == RB_UPLOAD ? "max_file" : "max_body");
+		r = answer_error(rq, c, 413, "body_too_large", NULL, msg);
+	} else if (rt->body == RB_JSON && too_deep(rq->body, rq->len)) {
+		r = answer_error(rq, c, 400, "too_deep", NULL, "JSON nested deeper than 32 levels");
+	} else if (rq->refused) {
+		r = files_upload_refuse(c, rq->refused, s);
+	} else {
+		r = handlers[rt->handler](rq, c);
+	}
+	if (!rq->ex && !rq->d)
 		rq->answered = true;
-		struct MHD_Response *r = MHD_create_response_from_buffer(
-			s->openapi_len, (void *)s->openapi, MHD_RESPMEM_PERSISTENT);
-		if (!r)
-			return MHD_NO;
-		MHD_add_response_header(r, "Content-Type", "application/json");
-		enum MHD_Result ok = MHD_queue_response(c, 200, r);
-		MHD_destroy_response(r);
-		return ok;
+	if (rt->scope) {
+		unsigned st = rq->ex ? 200 : rq->d ? 202 : last_status;
+		audit_request(s, &rq->key, rt->action, rt->method, rq->url, st);
+		if (st >= 400 && st != 401 && st != 403)
+			s->m.bad_requests++;
 	}
-	return -1;
+	return r;
 }
 
 /* An upload's body is held in memory until it is whole: its bytes are
@@ -548,70 +588,75 @@ static bool grow_upload(struct req *rq, uint64_t bytes)
 	return false;
 }
 
-/* The first call for a request: headers only. */
+static int not_found(struct req *rq, struct MHD_Connection *c, const char *method, int rc)
+{
+	rq->s->m.bad_requests++;
+	if (rq->key.tenant[0])
+		audit_request(rq->s, &rq->key, "unknown", method, rq->url, rc == -ENOENT ? 404 : 405);
+	if (rc == -ENOENT)
+		return answer_error(rq, c, 404, "not_found", NULL, "no such endpoint");
+	rq->answered = true;
+	char msg[128];
+	snprintf(msg, sizeof(msg), "method not allowed here; allowed: %s", rq->m.allow);
+	json_t *b = srv_error_body("method_not_allowed", NULL, msg);
+	size_t n = 0;
+	char *txt = b ? ward_json_dump(b, JSON_COMPACT, 1, &n) : NULL;
+	json_decref(b);
+	if (!txt)
+		return MHD_NO;
+	txt[n++] = '\n';
+	struct MHD_Response *r = MHD_create_response_from_buffer(n, txt, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(txt);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rq->m.allow);
+	last_status = 405;
+	enum MHD_Result ok = MHD_queue_response(c, 405, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+/* The first call for a request: headers only. The path is matched here,
+ * once; everything after reads rq->m. */
 static int first_call(struct req *rq, struct MHD_Connection *c, const char *url,
 		      const char *method)
 {
 	struct srv *s = rq->s;
-	int r = public_route(rq, c, url, method);
-	if (r >= 0)
-		return r;
+	rq->url = url;
+	int rc = route_match(method, url, &rq->m);
+	const struct route *rt = rq->m.route;
+	if (rc == 0 && !rt->scope)
+		return dispatch(rq, c);
+	if (rc == -EOPNOTSUPP && rq->m.public_path)
+		return not_found(rq, c, method, rc);
 	if (!authenticate(s, c, &rq->key)) {
 		audit_denied(s, c, "auth.denied", NULL, method, url, NULL);
 		return answer_error(rq, c, 401, "unauthorized", NULL,
 				    "a valid API key is required (Authorization: Bearer wk_...)");
 	}
-	bool exec_path = strcmp(url, "/v1/executions") == 0;
-	bool exec_id_path = strncmp(url, "/v1/executions/", 15) == 0 && url[15];
-	bool sess_path = strncmp(url, "/v1/sessions", 12) == 0 && (!url[12] || url[12] == '/');
-	const char *sub = sess_path && url[12] ? strchr(url + 13, '/') : NULL;
-	bool files_path = sub && strcmp(sub, "/files") == 0;
-	unsigned need = strcmp(url, "/metrics") == 0 ? WARD_SCOPE_ADMIN
-		      : exec_path || exec_id_path ? WARD_SCOPE_EXECUTE
-		      : files_path ? WARD_SCOPE_FILES : sess_path ? WARD_SCOPE_SESSIONS : 0;
-	if (!need) {
-		audit_request(s, &rq->key, "unknown", method, url, 404);
-		return answer_error(rq, c, 404, "not_found", NULL, "no such endpoint");
-	}
-	if (!(rq->key.scopes & need)) {
-		audit_denied(s, c, "permission.denied", &rq->key, method, url,
-			     ward_keys_scope_name(need));
+	if (rc < 0)
+		return not_found(rq, c, method, rc);
+	if (!(rq->key.scopes & rt->scope)) {
+		const char *need = ward_keys_scope_name(rt->scope);
+		audit_denied(s, c, "permission.denied", &rq->key, method, url, need);
 		char msg[96];
-		snprintf(msg, sizeof(msg), "this key lacks the '%s' scope", ward_keys_scope_name(need));
+		snprintf(msg, sizeof(msg), "this key lacks the '%s' scope", need);
 		return answer_error(rq, c, 403, "forbidden", "scope", msg);
 	}
-	if (sess_path) {
-		if (strcmp(method, "POST") != 0 && strcmp(method, "PUT") != 0)
-			return session_call(rq, c, url, method);
-		rq->upload = strcmp(method, "PUT") == 0;
-		rq->limit = rq->upload ? s->cfg.max_file : s->cfg.max_body;
-		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-		if (cl && strtoull(cl, NULL, 10) > rq->limit) {
-			rq->too_big = true;
-			return session_call(rq, c, url, method);
-		}
-		if (cl && rq->upload && !grow_upload(rq, strtoull(cl, NULL, 10)))
-			return session_call(rq, c, url, method);
-		rq->route = R_SESSION;
-		return MHD_YES;
+	if (rt->body == RB_NONE)
+		return dispatch(rq, c);
+	rq->limit = rt->body == RB_UPLOAD ? s->cfg.max_file : s->cfg.max_body;
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+	if (cl && strtoull(cl, NULL, 10) > rq->limit) {
+		rq->too_big = true;
+		return dispatch(rq, c);
 	}
-	if (exec_path && strcmp(method, "POST") == 0) {
-		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-		rq->limit = s->cfg.max_body;
-		if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
-			rq->too_big = true;
-			return post_execution(rq, c, url);
-		}
-		rq->route = R_EXEC_POST;
-		return MHD_YES;
-	}
-	if (exec_id_path && strcmp(method, "DELETE") == 0)
-		return delete_execution(rq, c, url);
-	if (need == WARD_SCOPE_ADMIN && strcmp(method, "GET") == 0) {
-		audit_request(s, &rq->key, "metrics", method, url, 200);
-		return get_metrics(rq, c);
-	}
-	return answer_error(rq, c, 405, "method_not_allowed", NULL, "method not allowed here");
+	if (cl && rt->body == RB_UPLOAD && !grow_upload(rq, strtoull(cl, NULL, 10)))
+		return dispatch(rq, c);
+	rq->pending = true;
+	return MHD_YES;
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
@@ -642,11 +687,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			size_t cap = rq->cap ? rq->cap : 4096;
 			while (cap < rq->len + n + 1)
 				cap *= 2;
-			if (rq->upload && rq->reserved >= rq->len + n)
+			bool is_upload = rq->m.route && rq->m.route->body == RB_UPLOAD;
+			if (is_upload && rq->reserved >= rq->len + n)
 				cap = (size_t)rq->reserved + 1; /* the Content-Length, reserved whole */
 			if (cap > rq->limit + 1)
 				cap = (size_t)rq->limit + 1;
-			if (rq->upload && !grow_upload(rq, cap - 1))
+			if (is_upload && !grow_upload(rq, cap - 1))
 				return MHD_YES;
 			char *nb = realloc(rq->body, cap);
 			if (!nb)
@@ -674,11 +720,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		exec_attach(rq->ex, c, false); /* woken early: wait again */
 		return MHD_YES;
 	}
-	if (rq->answered || rq->route == R_NONE)
+	if (rq->answered || !rq->pending)
 		return MHD_YES;
-	if (rq->route == R_SESSION)
-		return session_call(rq, c, url, method) == MHD_YES ? MHD_YES : MHD_NO;
-	return post_execution(rq, c, url) == MHD_YES ? MHD_YES : MHD_NO;
+	return dispatch(rq, c) == MHD_YES ? MHD_YES : MHD_NO;
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,

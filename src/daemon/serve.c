@@ -23,6 +23,7 @@
 #include "base/util.h"
 #include "cgroup.h"
 #include "daemon.h"
+#include "routes.h"
 #include "serve.h"
 #include "ward/ward.h"
 
@@ -473,6 +474,10 @@ static int start(struct srv *s)
 
 int ward_cli_serve(int argc, char **argv)
 {
+	/* hidden: the route table as JSON, which t0770 compares with the
+	 * OpenAPI document */
+	if (argc == 2 && strcmp(argv[1], "--print-routes") == 0)
+		return route_print(stdout) == 0 ? 0 : 1;
 	struct srv *s = calloc(1, sizeof(*s));
 	if (!s || sodium_init() < 0) {
 		free(s);

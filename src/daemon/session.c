@@ -1081,104 +1081,115 @@ static int command(struct session *se, struct MHD_Connection *c, const struct wa
 	return r;
 }
 
-static int command_op(struct session *se, struct MHD_Connection *c, const char *method,
+static int command_op(struct session *se, struct MHD_Connection *c, bool kill,
 		      const char *cid, struct route_out *out)
 {
 	if (!name_ok(cid, 31))
 		return fail(c, 404, "not_found", "command_id", "no such command in this session");
-	bool del = strcmp(method, "DELETE") == 0;
-	if (!del && strcmp(method, "GET") != 0)
-		return fail(c, 405, "method_not_allowed", NULL, "method not allowed here");
 	json_t *content = json_pack("{s:s}", "command_id", cid);
-	out->d = content ? ask(se, c, del ? PEND_KILL : PEND_STATUS,
-			       del ? "command_kill_request" : "command_status_request", content)
+	out->d = content ? ask(se, c, kill ? PEND_KILL : PEND_STATUS,
+			       kill ? "command_kill_request" : "command_status_request", content)
 			 : NULL;
 	json_decref(content);
 	session_touch(se);
 	return out->d ? MHD_YES : fail(c, 410, "session_ended", "id", "the session's sandbox has ended");
 }
 
-int session_route(struct srv *s, struct MHD_Connection *c, const struct ward_key_info *key,
-		  const char *method, const char *url, const char *body, size_t len,
-		  struct route_out *out)
+int session_create(struct srv *s, const struct sess_call *q, struct route_out *out)
 {
 	memset(out, 0, sizeof(*out));
-	const char *rest = url + strlen("/v1/sessions");
-	bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
-	if (!*rest || strcmp(rest, "/") == 0) {
-		if (post)
-			return create(s, c, key, body, len);
-		if (get)
-			return list(s, c, key);
-		return fail(c, 405, "method_not_allowed", NULL, "method not allowed here");
-	}
-	char id[64], sub[32], sub2[64];
-	id[0] = sub[0] = sub2[0] = '\0';
-	const char *p = rest + 1, *slash = strchr(p, '/');
-	size_t n = slash ? (size_t)(slash - p) : strlen(p);
-	if (n == 0 || n >= sizeof(id))
-		return fail(c, 404, "not_found", "id", "no such session");
-	memcpy(id, p, n);
-	id[n] = '\0';
-	if (slash) {
-		p = slash + 1;
-		slash = strchr(p, '/');
-		n = slash ? (size_t)(slash - p) : strlen(p);
-		if (n >= sizeof(sub) || (slash && strlen(slash + 1) >= sizeof(sub2)))
-			return fail(c, 404, "not_found", NULL, "no such endpoint");
-		memcpy(sub, p, n);
-		sub[n] = '\0';
-		if (slash)
-			ward_strlcpy(sub2, slash + 1, sizeof(sub2));
-		/* one spelling per endpoint: "files/" is not "files" (the scope
-		 * check before this one matched the exact path) */
-		if (!*sub || (slash && (!*sub2 || strchr(sub2, '/'))))
-			return fail(c, 404, "not_found", NULL, "no such endpoint");
-	}
-	struct session *se = find(s, key, id);
+	return create(s, q->c, q->key, q->body, q->len);
+}
+
+int session_list(struct srv *s, const struct sess_call *q, struct route_out *out)
+{
+	memset(out, 0, sizeof(*out));
+	return list(s, q->c, q->key);
+}
+
+int session_get(struct srv *s, const struct sess_call *q, struct route_out *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct session *se = find(s, q->key, q->id);
 	if (!se)
-		return fail(c, 404, "not_found", "id", "no such session");
-	if (!*sub) {
-		if (get)
-			return respond(c, 200, session_json(se));
-		if (strcmp(method, "DELETE") != 0)
-			return fail(c, 405, "method_not_allowed", NULL, "method not allowed here");
-		if (se->live)
-			end_session(se, "deleted", "deleted by its owner", false);
-		else
-			se->tomb_until_ns = 1;
-		return respond(c, 200, json_pack("{s:s, s:s}", "id", se->id, "status", "deleted"));
+		return fail(q->c, 404, "not_found", "id", "no such session");
+	return respond(q->c, 200, session_json(se));
+}
+
+int session_delete(struct srv *s, const struct sess_call *q, struct route_out *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct session *se = find(s, q->key, q->id);
+	if (!se)
+		return fail(q->c, 404, "not_found", "id", "no such session");
+	if (se->live)
+		end_session(se, "deleted", "deleted by its owner", false);
+	else
+		se->tomb_until_ns = 1;
+	return respond(q->c, 200, json_pack("{s:s, s:s}", "id", se->id, "status", "deleted"));
+}
+
+/* The live session a call names, whose agent can take a request (agent
+ * set) or whose workspace can be reached; NULL after answering. */
+static struct session *callable(struct srv *s, const struct sess_call *q, bool agent,
+				int *answered)
+{
+	struct session *se = find(s, q->key, q->id);
+	if (!se) {
+		*answered = fail(q->c, 404, "not_found", "id", "no such session");
+		return NULL;
 	}
-	bool files = strcmp(sub, "files") == 0 && !*sub2;
-	bool exec = strcmp(sub, "execute") == 0 && !*sub2;
-	bool cmds = strcmp(sub, "commands") == 0;
-	if (!files && !exec && !cmds)
-		return fail(c, 404, "not_found", NULL, "no such endpoint");
-	if (!se->live)
-		return gone(c, se);
-	if (!files && se->k && ward_kernel_unsent(se->k) > AGENT_UNSENT_MAX) {
+	if (!se->live) {
+		*answered = gone(q->c, se);
+		return NULL;
+	}
+	if (agent && se->k && ward_kernel_unsent(se->k) > AGENT_UNSENT_MAX) {
 		check_stall(se, ward_now_ns());
-		return se->live ? fail(c, 503, "agent_busy", NULL,
-				       "session %s: its agent has not read %zu bytes of earlier "
-				       "requests; retry later (it is ended if it reads none for %d s)",
-				       se->id, ward_kernel_unsent(se->k), AGENT_STALL_MS / 1000)
-				: gone(c, se);
+		*answered = se->live ? fail(q->c, 503, "agent_busy", NULL,
+					    "session %s: its agent has not read %zu bytes of earlier "
+					    "requests; retry later (it is ended if it reads none for %d s)",
+					    se->id, ward_kernel_unsent(se->k), AGENT_STALL_MS / 1000)
+				     : gone(q->c, se);
+		return NULL;
 	}
-	if (files) {
-		if (!(key->scopes & WARD_SCOPE_FILES)) /* checked before; kept where it is used */
-			return fail(c, 403, "forbidden", "scope", "this key lacks the 'files' scope");
-		session_touch(se);
-		/* body is the request's heap copy (http.c): an upload's job takes it */
-		return files_route(s, c, se, method, (char *)body, len, out);
-	}
-	if (cmds && *sub2)
-		return command_op(se, c, method, sub2, out);
-	if (!post)
-		return fail(c, 405, "method_not_allowed", NULL, "method not allowed here");
-	if (s->stopping)
-		return fail(c, 503, "shutting_down", NULL, "the daemon is shutting down");
+	return se;
+}
+
+int session_files(struct srv *s, const struct sess_call *q, enum file_op op, struct route_out *out)
+{
+	memset(out, 0, sizeof(*out));
+	int answered;
+	struct session *se = callable(s, q, false, &answered);
+	if (!se)
+		return answered;
+	if (!(q->key->scopes & WARD_SCOPE_FILES)) /* checked before; kept where it is used */
+		return fail(q->c, 403, "forbidden", "scope", "this key lacks the 'files' scope");
 	session_touch(se);
-	return exec ? execute(se, c, key, body, len, out) : command(se, c, key, body, len, out);
+	/* body is the request's heap copy (http.c): an upload's job takes it */
+	return files_route(s, q->c, se, op, (char *)q->body, q->len, out);
+}
+
+int session_command_status(struct srv *s, const struct sess_call *q, bool kill,
+			   struct route_out *out)
+{
+	memset(out, 0, sizeof(*out));
+	int answered;
+	struct session *se = callable(s, q, true, &answered);
+	return se ? command_op(se, q->c, kill, q->command_id, out) : answered;
+}
+
+int session_call(struct srv *s, const struct sess_call *q, bool exec, struct route_out *out)
+{
+	memset(out, 0, sizeof(*out));
+	int answered;
+	struct session *se = callable(s, q, true, &answered);
+	if (!se)
+		return answered;
+	if (s->stopping)
+		return fail(q->c, 503, "shutting_down", NULL, "the daemon is shutting down");
+	session_touch(se);
+	return exec ? execute(se, q->c, q->key, q->body, q->len, out)
+		    : command(se, q->c, q->key, q->body, q->len, out);
 }
 
 /* --- after a crash --- */
