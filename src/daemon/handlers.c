@@ -223,6 +223,8 @@ static int reply_out(struct req *rq, struct ward_reply *r)
 		ret = srv_respond_error(rq->c, &r->err);
 	} else if (r->body) {
 		ret = srv_respond_json(rq->c, r->status, r->body);
+	} else if (!r->ex && !r->later) { /* the core said nothing: its fault, never a hang */
+		ret = answer_error(rq, 500, "internal", NULL, "no answer");
 	} else if (!waiter_new(rq, r)) {
 		ret = MHD_NO;
 	} else if (rq->w->answer) {
