@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/json-stream.h"
 #include "base/util.h"
 #include "execution.h"
 
@@ -33,6 +34,8 @@ void exec_notify(struct ward_execution *ex, enum ward_event_kind kind)
 
 void exec_stream_release(struct ward_execution *ex)
 {
+	ward_json_reader_free(ex->verdict);
+	ex->verdict = NULL;
 	exec_account(ex, 0);
 	free(ex->sbuf);
 	ex->sbuf = NULL;
@@ -95,6 +98,18 @@ static bool append_line(struct ward_execution *ex, const char *line, size_t n, b
 	return true;
 }
 
+/* What was dropped, as one line, once there is room for it. */
+static void dropped_line(struct ward_execution *ex, bool last)
+{
+	json_t *d = json_pack("{s:s, s:I, s:I}", "event", "dropped", "events",
+			      (json_int_t)ex->dropped_events, "bytes", (json_int_t)ex->dropped_bytes);
+	char *dl = d ? json_dumps(d, JSON_COMPACT) : NULL;
+	json_decref(d);
+	if (dl && append_line(ex, dl, strlen(dl), last))
+		ex->dropped_events = ex->dropped_bytes = 0;
+	free(dl);
+}
+
 /* Appends one NDJSON event for a listener (takes ev). */
 void exec_emit(struct ward_execution *ex, json_t *ev)
 {
@@ -107,16 +122,8 @@ void exec_emit(struct ward_execution *ex, json_t *ev)
 	if (!line)
 		return;
 	size_t n = strlen(line);
-	if (ex->dropped_events) {
-		json_t *d = json_pack("{s:s, s:I, s:I}", "event", "dropped", "events",
-				      (json_int_t)ex->dropped_events, "bytes",
-				      (json_int_t)ex->dropped_bytes);
-		char *dl = d ? json_dumps(d, JSON_COMPACT) : NULL;
-		json_decref(d);
-		if (dl && append_line(ex, dl, strlen(dl), last))
-			ex->dropped_events = ex->dropped_bytes = 0;
-		free(dl);
-	}
+	if (ex->dropped_events)
+		dropped_line(ex, last);
 	if (ex->dropped_events || !append_line(ex, line, n, last)) {
 		ex->dropped_events++;
 		ex->dropped_bytes += n + 1;
@@ -156,15 +163,26 @@ ssize_t ward_execution_read(struct ward_execution *ex, char *buf, size_t max, bo
 		return (ssize_t)n;
 	}
 	if (ex->verdict_due) {
-		/* the last event is written once the client has read the rest, so
-		 * the daemon never holds both (it is the whole output again) */
+		/* The last event is written once the client has read the rest, so
+		 * the core never holds both; and it is written as it is read
+		 * (lib/base/json-stream.h), never whole: escaped, it can be six
+		 * times the output cap, twice. A "dropped" line comes first. */
 		ex->verdict_due = false;
 		json_t *ev = json_pack("{s:s}", "event", "verdict");
-		if (ev)
-			json_object_update(ev, ex->final);
-		exec_emit(ex, ev);
+		if (ev && json_object_update(ev, ex->final) == 0)
+			ex->verdict = ward_json_reader_new(ev);
+		json_decref(ev);
+		if (ex->dropped_events && ex->stream)
+			dropped_line(ex, true);
 		if (ex->soff < ex->slen)
 			return ward_execution_read(ex, buf, max, wait);
+	}
+	if (ex->verdict) {
+		ssize_t n = ward_json_reader_read(ex->verdict, buf, max);
+		if (n > 0)
+			return n;
+		ward_json_reader_free(ex->verdict);
+		ex->verdict = NULL;
 	}
 	if (ex->state == EX_DONE)
 		return -1;

@@ -4,6 +4,7 @@
 #ifndef WARD_SERVICE_EXECUTION_H
 #define WARD_SERVICE_EXECUTION_H
 
+#include "base/json-stream.h"
 #include "internal.h"
 
 enum ex_state { EX_RUNNING, EX_SHUTDOWN, EX_DRAIN, EX_DONE };
@@ -40,6 +41,7 @@ struct ward_execution {
 	size_t slen, scap, soff;
 	uint64_t dropped_events, dropped_bytes;
 	bool verdict_due;        /* the verdict event, once the rest is read */
+	struct ward_json_reader *verdict; /* that event, being written as it is read */
 	size_t held;             /* counted against the tenant (exec_account()) */
 };
 

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "base/json-stream.h"
 #include "base/util.h"
 #include "http.h"
 
@@ -135,10 +136,39 @@ static int http_dispatch(struct req *rq);
 
 /* --- answers --- */
 
+static ssize_t json_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	ssize_t n = ward_json_reader_read(cls, buf, max);
+	return n > 0 ? n : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
+				  : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void json_reader_free(void *cls)
+{
+	ward_json_reader_free(cls);
+}
+
+/* The final JSON, written as the client reads it (lib/base/json-stream.h):
+ * the daemon never holds it escaped, which for output of control
+ * characters is six times the output cap, for stdout and the outputs. */
 static int answer_exec(struct req *rq)
 {
 	rq->answered = true;
-	return srv_respond_json(rq->c, 200, ward_execution_result(rq->w->ex));
+	struct ward_json_reader *jr = ward_json_reader_new(ward_execution_result(rq->w->ex));
+	struct MHD_Response *r = jr ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536,
+									json_reader, jr,
+									json_reader_free)
+				    : NULL;
+	if (!r) {
+		ward_json_reader_free(jr);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	http_note_status(200);
+	enum MHD_Result ok = MHD_queue_response(rq->c, 200, r);
+	MHD_destroy_response(r);
+	return ok;
 }
 
 /* A caller waiting for the final JSON: now, or when the execution wakes it. */
