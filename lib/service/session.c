@@ -203,15 +203,11 @@ json_t *sess_json(struct session *se)
 /* The body as an object with only the known keys ({} when there is none),
  * or NULL after answering 400. */
 json_t *sess_parse_body(struct ward_reply *out, const char *body, size_t len,
-			const char *const *known, size_t n_known, int *answered)
+			const char *const *known, size_t n_known)
 {
-	*answered = -1;
 	if (!body && len == 0)
 		return json_object();
-	json_t *root = svc_parse_object(body, len, known, n_known, &out->err);
-	if (!root)
-		*answered = 0;
-	return root;
+	return svc_parse_object(body, len, known, n_known, &out->err);
 }
 
 bool sess_name_ok(const char *n, size_t max)
@@ -273,10 +269,9 @@ static int create(struct ward_service *s, struct ward_reply *out, const struct w
 		  const char *body, size_t len)
 {
 	static const char *const known[] = { "image", "policy", "ttl" };
-	int answered;
-	json_t *root = sess_parse_body(out, body, len, known, ARRAY_SIZE(known), &answered);
+	json_t *root = sess_parse_body(out, body, len, known, ARRAY_SIZE(known));
 	if (!root)
-		return answered;
+		return 0;
 	json_t *img = json_object_get(root, "image"), *ttl = json_object_get(root, "ttl");
 	uint64_t ttl_ms = s->cfg.session_ttl_ms;
 	if (img && (!json_is_string(img) || strcmp(json_string_value(img), "host") != 0)) {

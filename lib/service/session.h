@@ -81,9 +81,9 @@ struct session *sess_find(struct ward_service *s, const struct ward_key_info *ke
 /* 410 with why it ended; 0. */
 int sess_gone(struct ward_reply *out, struct session *se);
 /* The body as an object with only the known keys ({} when there is none),
- * or NULL with out's error set (*answered 0). */
+ * or NULL with out's error set. */
 json_t *sess_parse_body(struct ward_reply *out, const char *body, size_t len,
-			const char *const *known, size_t n_known, int *answered);
+			const char *const *known, size_t n_known);
 bool sess_name_ok(const char *n, size_t max);
 void sess_unwatch(struct session *se);
 
