@@ -180,9 +180,9 @@ char *ward_service_metrics(struct ward_service *svc, size_t *len);
 /* --- one-shot executions --- */
 
 /* Parses a request body (JSON: language+code or command, files, policy,
- * timeout) and starts it for key. reply->ex on success (also for a
- * sandbox that could not be set up: that is a verdict); reply->err for a
- * refusal (400, 429, 503). */
+ * timeout) and starts it for key. Returns 0: reply->ex on success (also
+ * for a sandbox that could not be set up: that is a verdict), reply->err
+ * for a refusal (400, 429, 503). */
 int ward_service_execute(struct ward_service *svc, const struct ward_key_info *key,
 			 const char *body, size_t len, bool stream, struct ward_reply *reply);
 /* DELETE: cancels the tenant's running execution (or session call). */
@@ -206,7 +206,9 @@ void ward_execution_cancel(struct ward_execution *ex);
 void ward_execution_ref(struct ward_execution *ex);
 void ward_execution_unref(struct ward_execution *ex);
 
-/* --- sessions --- */
+/* --- sessions ---
+ * Every request function returns 0 and says what happened in *reply
+ * (zeroed first): an error, a body, an execution or a later answer. */
 
 /* A request on a session, as a front end parsed it. */
 struct ward_session_call {

@@ -113,6 +113,41 @@ __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char 
 	}
 }
 
+/* The per-tenant series: one line per tracked tenant each. */
+static void put_tenants(struct out *o, struct ward_service *s)
+{
+	put(o, "# HELP ward_tenant_executions_total Executions finished, by tenant.\n"
+		"# TYPE ward_tenant_executions_total counter\n");
+	for (size_t i = 0; i < s->m.n_tenants; i++)
+		put(o, "ward_tenant_executions_total{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
+		    (unsigned long long)s->m.tenants[i].executions);
+	put(o, "# HELP ward_tenant_denials_total Scope denials, by tenant.\n"
+		"# TYPE ward_tenant_denials_total counter\n");
+	for (size_t i = 0; i < s->m.n_tenants; i++)
+		put(o, "ward_tenant_denials_total{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
+		    (unsigned long long)s->m.tenants[i].denials);
+	put(o, "# HELP ward_tenant_active_sandboxes Sandboxes running now, by tenant.\n"
+		"# TYPE ward_tenant_active_sandboxes gauge\n");
+	for (size_t i = 0; i < s->m.n_tenants; i++)
+		put(o, "ward_tenant_active_sandboxes{tenant=\"%s\"} %u\n", s->m.tenants[i].tenant,
+		    s->m.tenants[i].running + s->m.tenants[i].sessions);
+	put(o, "# HELP ward_tenant_active_sessions Live sessions, by tenant.\n"
+		"# TYPE ward_tenant_active_sessions gauge\n");
+	for (size_t i = 0; i < s->m.n_tenants; i++)
+		put(o, "ward_tenant_active_sessions{tenant=\"%s\"} %u\n", s->m.tenants[i].tenant,
+		    s->m.tenants[i].sessions);
+	put(o, "# HELP ward_tenant_memory_bytes Memory limits of a tenant's live sandboxes, summed.\n"
+		"# TYPE ward_tenant_memory_bytes gauge\n");
+	for (size_t i = 0; i < s->m.n_tenants; i++)
+		put(o, "ward_tenant_memory_bytes{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
+		    (unsigned long long)s->m.tenants[i].memory);
+	put(o, "# HELP ward_tenant_daemon_memory_bytes Daemon memory held for a tenant "
+		"(unread streams).\n# TYPE ward_tenant_daemon_memory_bytes gauge\n");
+	for (size_t i = 0; i < s->m.n_tenants; i++)
+		put(o, "ward_tenant_daemon_memory_bytes{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
+		    (unsigned long long)s->m.tenants[i].held);
+}
+
 char *ward_service_metrics(struct ward_service *s, size_t *len)
 {
 	struct out o = { .cap = 8192 };
@@ -155,36 +190,7 @@ char *ward_service_metrics(struct ward_service *s, size_t *len)
 	put(&o, "# HELP ward_tenants_freed_total Idle tenant entries given to a new tenant.\n"
 		"# TYPE ward_tenants_freed_total counter\nward_tenants_freed_total %llu\n",
 	    (unsigned long long)s->m.tenants_freed);
-	put(&o, "# HELP ward_tenant_executions_total Executions finished, by tenant.\n"
-		"# TYPE ward_tenant_executions_total counter\n");
-	for (size_t i = 0; i < s->m.n_tenants; i++)
-		put(&o, "ward_tenant_executions_total{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
-		    (unsigned long long)s->m.tenants[i].executions);
-	put(&o, "# HELP ward_tenant_denials_total Scope denials, by tenant.\n"
-		"# TYPE ward_tenant_denials_total counter\n");
-	for (size_t i = 0; i < s->m.n_tenants; i++)
-		put(&o, "ward_tenant_denials_total{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
-		    (unsigned long long)s->m.tenants[i].denials);
-	put(&o, "# HELP ward_tenant_active_sandboxes Sandboxes running now, by tenant.\n"
-		"# TYPE ward_tenant_active_sandboxes gauge\n");
-	for (size_t i = 0; i < s->m.n_tenants; i++)
-		put(&o, "ward_tenant_active_sandboxes{tenant=\"%s\"} %u\n", s->m.tenants[i].tenant,
-		    s->m.tenants[i].running + s->m.tenants[i].sessions);
-	put(&o, "# HELP ward_tenant_active_sessions Live sessions, by tenant.\n"
-		"# TYPE ward_tenant_active_sessions gauge\n");
-	for (size_t i = 0; i < s->m.n_tenants; i++)
-		put(&o, "ward_tenant_active_sessions{tenant=\"%s\"} %u\n", s->m.tenants[i].tenant,
-		    s->m.tenants[i].sessions);
-	put(&o, "# HELP ward_tenant_memory_bytes Memory limits of a tenant's live sandboxes, summed.\n"
-		"# TYPE ward_tenant_memory_bytes gauge\n");
-	for (size_t i = 0; i < s->m.n_tenants; i++)
-		put(&o, "ward_tenant_memory_bytes{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
-		    (unsigned long long)s->m.tenants[i].memory);
-	put(&o, "# HELP ward_tenant_daemon_memory_bytes Daemon memory held for a tenant "
-		"(unread streams).\n# TYPE ward_tenant_daemon_memory_bytes gauge\n");
-	for (size_t i = 0; i < s->m.n_tenants; i++)
-		put(&o, "ward_tenant_daemon_memory_bytes{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
-		    (unsigned long long)s->m.tenants[i].held);
+	put_tenants(&o, s);
 	if (o.oom) {
 		free(o.buf);
 		return NULL;
