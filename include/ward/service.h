@@ -35,6 +35,9 @@
 #include <sys/types.h>
 
 #include "ward/error.h"
+#include "ward/policy.h"
+#include "ward/result.h"
+#include "ward/verdict.h"
 
 struct ward_service;
 struct ward_execution;
@@ -62,6 +65,7 @@ struct ward_service_config {
 	uint64_t tenant_memory;  /* bytes: memory limits of a tenant's live sandboxes */
 	uint64_t max_file;       /* bytes of one file moved through the files API */
 	json_t *tenants;         /* per-tenant overrides: {"t": {"max_per_tenant": n, ...}} */
+	bool embedded;           /* a program's own core (the CLI): no keys, no workers */
 };
 
 /* --- errors and answers --- */
@@ -103,7 +107,8 @@ void ward_reply_release(struct ward_reply *r);
 
 enum ward_event_kind {
 	WARD_EVENT_START,    /* an execution has a sandbox (or failed to get one) */
-	WARD_EVENT_STREAM,   /* NDJSON is queued: ward_execution_read has more */
+	WARD_EVENT_STREAM,   /* NDJSON is queued: ward_execution_read has more; or
+			      * (data set) one of the result builder's events */
 	WARD_EVENT_VERDICT,  /* the execution is over: ward_execution_result */
 	WARD_EVENT_ANSWER,   /* a deferred answer is filled: ward_answer_* */
 };
@@ -112,6 +117,9 @@ struct ward_event {
 	enum ward_event_kind kind;
 	struct ward_execution *ex;   /* START, STREAM, VERDICT */
 	struct ward_answer *answer;  /* ANSWER */
+	json_t *data;                /* STREAM of an execution run with events: the
+				      * builder's event (include/ward/result.h),
+				      * borrowed for the call */
 };
 
 /* Where a front end hears about what it asked for. event may be called
@@ -185,6 +193,30 @@ char *ward_service_metrics(struct ward_service *svc, size_t *len);
  * for a refusal (400, 429, 503). */
 int ward_service_execute(struct ward_service *svc, const struct ward_key_info *key,
 			 const char *body, size_t len, bool stream, struct ward_reply *reply);
+/* A one-shot as a program builds it (`ward exec`, `ward call`): read and
+ * checked already, run as is (no tightening against the core's default
+ * policy: the program's own policy is the operator's). */
+struct ward_exec_spec {
+	struct ward_policy policy;     /* the effective policy */
+	int lang;                      /* enum ward_lang */
+	char **cells;                  /* malloc'd array of malloc'd cells */
+	size_t n_cells;
+	bool keep_going;               /* later cells run after one failed */
+	char *call_source;             /* a call instead of cells (all malloc'd) */
+	char *call_filename;
+	char *call_function;
+	json_t *call_args;             /* an object or array (a reference) */
+	struct ward_file *files;       /* malloc'd array; paths and data malloc'd */
+	size_t n_files;
+	const char *artifacts_dir;     /* copy artifacts there (never through a link) */
+	bool events;                   /* the builder's events to the sink, as objects */
+};
+/* Starts it for key; takes over everything in *spec (zeroed, even on
+ * failure). Returns 0: reply->ex (a setup failure is a verdict), or
+ * reply->err (503, 429; 400 for a spec with no cell or call). Its final
+ * JSON has no execution_id. */
+int ward_service_run(struct ward_service *svc, const struct ward_key_info *key,
+		     struct ward_exec_spec *spec, struct ward_reply *reply);
 /* DELETE: cancels the tenant's running execution (or session call). */
 int ward_service_cancel(struct ward_service *svc, const struct ward_key_info *key,
 			const char *id, struct ward_reply *reply);
@@ -203,6 +235,11 @@ json_t *ward_execution_result(struct ward_execution *ex);
  * is written only once the rest was read. */
 ssize_t ward_execution_read(struct ward_execution *ex, char *buf, size_t max, bool *wait);
 void ward_execution_cancel(struct ward_execution *ex);
+/* Once done: the verdict and the result builder that made the final JSON
+ * (borrowed), and the error of an artifacts copy that failed (NULL: none). */
+const struct ward_verdict *ward_execution_verdict(const struct ward_execution *ex);
+const struct ward_result *ward_execution_output(const struct ward_execution *ex);
+const struct ward_error *ward_execution_artifacts_error(const struct ward_execution *ex);
 void ward_execution_ref(struct ward_execution *ex);
 void ward_execution_unref(struct ward_execution *ex);
 

@@ -137,10 +137,21 @@ static void on_event(json_t *ev, void *ctx)
 	exec_emit(ctx, json_incref(ev));
 }
 
+/* A builder's event, as an object, to a listener that prints as it goes. */
+static void on_event_object(json_t *ev, void *ctx)
+{
+	struct ward_execution *ex = ctx;
+	if (!ex->sink.event)
+		return;
+	struct ward_event e = { .kind = WARD_EVENT_STREAM, .ex = ex, .data = ev };
+	ex->sink.event(ex->sink.ctx, &e);
+}
+
 void exec_on_message(json_t *m, void *ctx)
 {
 	struct ward_execution *ex = ctx;
-	ward_result_set_sink(&ex->out, ex->stream ? on_event : NULL, ex);
+	ward_result_set_sink(&ex->out, ex->stream ? on_event : ex->req.events ? on_event_object : NULL,
+			     ex);
 	ward_result_message(&ex->out, m);
 }
 

@@ -184,7 +184,8 @@ void exec_finish_common(struct ward_execution *ex)
 {
 	if (!ex->final)
 		ex->final = json_pack("{s:s}", "status", ward_status_name(ex->v.status));
-	json_object_set_new(ex->final, "execution_id", json_string(ex->id));
+	if (!ex->req.anonymous)
+		json_object_set_new(ex->final, "execution_id", json_string(ex->id));
 	for (int i = 0; i < WARD_KERNEL_NFDS; i++)
 		ex->reg[i] = -1;
 	if (ex->epfd >= 0) {
@@ -251,13 +252,48 @@ static void step_command(struct ward_execution *ex)
 		finish(ex);
 }
 
-/* Artifacts are listed while the sandbox still runs (through its root). */
+/* Artifacts are listed (and copied out, for a program's run) while the
+ * sandbox still runs, through its root. */
 static void collect_artifacts(struct ward_execution *ex)
 {
 	struct ward_artifact_limits lim = { .max_file = 16u << 20, .max_total = 64u << 20,
 					    .max_count = 100 };
+	if (ward_kernel_artifacts(ex->k, ex->req.artifacts_dir, &lim, &ex->out.artifacts,
+				  &ex->out.skipped, &ex->art_err) < 0 && ex->req.artifacts_dir)
+		ex->art_failed = true;
+}
+
+/* The next cell, or the call. */
+static int submit_next(struct ward_execution *ex, struct ward_error *err)
+{
+	struct exec_request *r = &ex->req;
+	if (r->call_function)
+		return ward_kernel_submit_call(ex->k, r->call_source, r->call_filename,
+					       r->call_function, r->call_args, exec_on_message, ex,
+					       err);
+	return ward_kernel_submit_execute(ex->k, r->cells[ex->cell], !r->keep_going,
+					  exec_on_message, ex, err);
+}
+
+/* What the kernel answered ends a cell (or the call); the next one goes,
+ * or the artifacts are taken and the kernel told to stop. */
+static void replied(struct ward_execution *ex, json_t *reply)
+{
+	bool call = ex->req.call_function != NULL;
+	if (call)
+		ward_result_call_reply(&ex->out, reply);
+	else
+		ward_result_reply(&ex->out, reply);
 	struct ward_error err;
-	ward_kernel_artifacts(ex->k, NULL, &lim, &ex->out.artifacts, &ex->out.skipped, &err);
+	if (!call && ++ex->cell < ex->req.n_cells) {
+		int rc = submit_next(ex, &err);
+		if (rc == 0 || rc == -ECHILD) /* gone: the next step says how */
+			return;
+		ward_result_reply(&ex->out, NULL);
+	} else {
+		collect_artifacts(ex);
+	}
+	ex->state = ward_kernel_submit_shutdown(ex->k, 2000, &err) == 0 ? EX_SHUTDOWN : EX_DRAIN;
 }
 
 static void step_kernel(struct ward_execution *ex)
@@ -265,11 +301,8 @@ static void step_kernel(struct ward_execution *ex)
 	json_t *reply = NULL;
 	int r = ward_kernel_step(ex->k, &reply);
 	if (r == 1 && ex->state == EX_RUNNING) {
-		ward_result_reply(&ex->out, reply);
+		replied(ex, reply);
 		json_decref(reply);
-		collect_artifacts(ex);
-		struct ward_error err;
-		ex->state = ward_kernel_submit_shutdown(ex->k, 2000, &err) == 0 ? EX_SHUTDOWN : EX_DRAIN;
 		return;
 	}
 	json_decref(reply);
@@ -277,6 +310,10 @@ static void step_kernel(struct ward_execution *ex)
 		ex->state = EX_DRAIN;
 	if (r == -ECHILD) {
 		ex->died = ex->state == EX_RUNNING;
+		if (ex->died && ex->req.call_function) /* the cell it died in, as the CLI did */
+			ward_result_call_reply(&ex->out, NULL);
+		else if (ex->died && ex->req.n_cells > 1)
+			ward_result_reply(&ex->out, NULL);
 		finish(ex);
 	}
 }
@@ -351,7 +388,7 @@ static int start_sandbox(struct ward_execution *ex, struct ward_error *err)
 		return rc;
 	ward_strlcpy(ex->v.sandbox_id, ward_sandbox_id(ward_kernel_sandbox(ex->k)),
 		     sizeof(ex->v.sandbox_id));
-	rc = ward_kernel_submit_execute(ex->k, r->code, true, exec_on_message, ex, err);
+	rc = submit_next(ex, err);
 	if (rc == -ECHILD)
 		rc = 0; /* died at once: the step says how */
 	return rc;
@@ -366,8 +403,8 @@ static void audit_create(struct ward_execution *ex)
 	if (!f)
 		return;
 	bool full = ex->s->audit && ward_audit_full_text(ex->s->audit);
-	if (ex->req.code)
-		ward_audit_text(f, "code", ex->req.code, strlen(ex->req.code), full);
+	for (size_t i = 0; i < ex->req.n_cells && i < 1; i++) /* the first cell (an API call has one) */
+		ward_audit_text(f, "code", ex->req.cells[i], strlen(ex->req.cells[i]), full);
 	if (ex->req.argv) {
 		json_t *a = json_array();
 		for (size_t i = 0; a && ex->req.argv[i] && i < 64; i++)
@@ -485,4 +522,42 @@ int ward_service_cancel(struct ward_service *s, const struct ward_key_info *key,
 		return svc_reply_error(reply, 404, "not_found", "id", "no such running execution");
 	ward_execution_cancel(ex);
 	return svc_reply(reply, 202, json_pack("{s:s, s:s}", "id", id, "status", "cancelling"));
+}
+
+int ward_service_run(struct ward_service *s, const struct ward_key_info *key,
+		     struct ward_exec_spec *spec, struct ward_reply *reply)
+{
+	memset(reply, 0, sizeof(*reply));
+	struct exec_request er;
+	int rc = exec_request_from_spec(&er, spec);
+	if (rc < 0 || svc_admit_execution(s, key->tenant, &reply->err) < 0) {
+		if (rc < 0)
+			svc_reply_error(reply, rc == -ENOMEM ? 500 : 400, rc == -ENOMEM ? "internal"
+					: "invalid_request", NULL, "%s", rc == -ENOMEM ? "out of memory"
+					: "a language and a cell or a call are required");
+		exec_request_release(&er);
+		return 0;
+	}
+	struct ward_error err;
+	ward_error_clear(&err);
+	if (exec_start(s, &er, key, &reply->ex, &err) < 0) {
+		exec_request_release(&er);
+		return svc_reply_error(reply, 500, "internal", NULL, "%s", err.message);
+	}
+	return 0;
+}
+
+const struct ward_verdict *ward_execution_verdict(const struct ward_execution *ex)
+{
+	return &ex->v;
+}
+
+const struct ward_result *ward_execution_output(const struct ward_execution *ex)
+{
+	return &ex->out;
+}
+
+const struct ward_error *ward_execution_artifacts_error(const struct ward_execution *ex)
+{
+	return ex->art_failed ? &ex->art_err : NULL;
 }

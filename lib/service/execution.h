@@ -32,6 +32,9 @@ struct ward_execution {
 	struct ward_result out;  /* a kernel's messages, gathered (lib/kernel/result.c) */
 	bool out_eof, err_eof;   /* command: its pipes */
 	bool died;
+	size_t cell;             /* the cell in flight */
+	bool art_failed;         /* an artifacts copy failed: art_err says why */
+	struct ward_error art_err;
 	struct ward_verdict v;
 	json_t *final;
 	/* who listens, and what it has not read yet */

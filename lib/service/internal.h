@@ -103,12 +103,19 @@ void svc_audit(struct ward_service *s, const char *event, json_t *fields);
 /* request.c */
 struct exec_request {
 	int lang;                  /* enum ward_lang, or -1 for a command */
-	char *code;
+	char **cells;              /* the code, one cell or more (a program's run) */
+	size_t n_cells;
+	bool keep_going;           /* later cells run after one failed */
+	char *call_source, *call_filename, *call_function; /* a call instead of cells */
+	json_t *call_args;
+	char *artifacts_dir;       /* copy-out destination (a program's run), or NULL */
 	char **argv;               /* NULL-terminated */
 	struct ward_file *files;
 	size_t n_files;
 	struct ward_policy policy;
-	bool stream;
+	bool stream;               /* NDJSON for the listener */
+	bool events;               /* the builder's events, as objects, to the sink */
+	bool anonymous;            /* no execution_id in the final JSON */
 };
 void exec_request_release(struct exec_request *r);
 /* Parses and checks a body (already within the size and depth limits)
@@ -123,6 +130,8 @@ int svc_parse_policy(struct ward_service *s, struct ward_policy *p, json_t *pol,
  * object (new reference), or NULL with a 400 in e. */
 json_t *svc_parse_object(const char *body, size_t len, const char *const *known,
 			 size_t n_known, struct ward_service_error *e);
+/* Takes over a program's spec (include/ward/service.h) as a request. */
+int exec_request_from_spec(struct exec_request *r, struct ward_exec_spec *spec);
 /* Seconds (a number above 0, at most max_ms) into ms; 0 or -1. */
 int svc_parse_seconds(json_t *v, uint64_t max_ms, uint64_t *out);
 /* A relative path inside /workspace (the library's one rule). */

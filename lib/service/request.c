@@ -20,7 +20,14 @@ enum { MAX_FILES = 256, MAX_ARGS = 4096 };
 
 void exec_request_release(struct exec_request *r)
 {
-	free(r->code);
+	for (size_t i = 0; i < r->n_cells; i++)
+		free(r->cells[i]);
+	free(r->cells);
+	free(r->call_source);
+	free(r->call_filename);
+	free(r->call_function);
+	json_decref(r->call_args);
+	free(r->artifacts_dir);
 	if (r->argv)
 		for (size_t i = 0; r->argv[i]; i++)
 			free(r->argv[i]);
@@ -268,8 +275,10 @@ static int parse_body(struct ward_service *s, json_t *root, struct exec_request 
 		if (!json_is_string(code) || strlen(json_string_value(code)) != json_string_length(code))
 			return fail(e, "code", "expected a string without NUL characters");
 		r->lang = ward_lang_from_name(json_string_value(lang));
-		if (!(r->code = strdup(json_string_value(code))))
+		if (!(r->cells = calloc(1, sizeof(*r->cells))) ||
+		    !(r->cells[0] = strdup(json_string_value(code))))
 			return fail(e, "code", "out of memory");
+		r->n_cells = 1;
 	}
 	json_t *files = json_object_get(root, "files");
 	if (files && parse_files(r, files, e) < 0)
@@ -293,4 +302,30 @@ int exec_request_parse(struct ward_service *s, const char *body, size_t len,
 	if (rc < 0)
 		exec_request_release(r);
 	return rc;
+}
+
+int exec_request_from_spec(struct exec_request *r, struct ward_exec_spec *spec)
+{
+	memset(r, 0, sizeof(*r));
+	r->policy = spec->policy;
+	r->lang = spec->lang;
+	r->cells = spec->cells;
+	r->n_cells = spec->n_cells;
+	r->keep_going = spec->keep_going;
+	r->call_source = spec->call_source;
+	r->call_filename = spec->call_filename;
+	r->call_function = spec->call_function;
+	r->call_args = spec->call_args;
+	r->files = spec->files;
+	r->n_files = spec->n_files;
+	r->events = spec->events;
+	r->anonymous = true;
+	r->artifacts_dir = spec->artifacts_dir ? strdup(spec->artifacts_dir) : NULL;
+	bool nomem = spec->artifacts_dir && !r->artifacts_dir;
+	memset(spec, 0, sizeof(*spec)); /* taken over */
+	if (r->call_function && !r->call_args && !(r->call_args = json_object()))
+		nomem = true;
+	if (nomem)
+		return -ENOMEM;
+	return r->lang < 0 || (!r->n_cells && !r->call_function) ? -EINVAL : 0;
 }

@@ -179,8 +179,10 @@ bool ward_service_keys_loaded(struct ward_service *svc)
 bool ward_service_authenticate(struct ward_service *svc, const char *token,
 			       struct ward_key_info *key)
 {
-	keys_reload(svc);
 	memset(key, 0, sizeof(*key));
+	if (svc->cfg.embedded)
+		return false;
+	keys_reload(svc);
 	return token && svc->keys && ward_keys_authenticate(svc->keys, token, key) == 0;
 }
 
@@ -241,6 +243,8 @@ int ward_service_new(struct ward_service_config *cfg, struct ward_service **out)
 	memset(cfg, 0, sizeof(*cfg));
 	s->state_lock = -1;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->cfg.embedded) /* a program's own run: nobody to authenticate, no files API */
+		return s->epfd < 0 || load_policy(s) < 0 ? -1 : 0;
 	if (!s->cfg.keys_file && !(s->cfg.keys_file = strdup(ward_keys_default_path())))
 		return -1;
 	if (s->epfd < 0 || load_policy(s) < 0 || open_audit(s) < 0 || svc_workers_start(s) < 0)
