@@ -106,7 +106,8 @@ void ward_reply_release(struct ward_reply *r);
 /* --- events --- */
 
 enum ward_event_kind {
-	WARD_EVENT_START,    /* an execution has a sandbox (or failed to get one) */
+	WARD_EVENT_START,    /* reserved: an execution's start is the reply that
+			      * carries it (reply->ex) and its NDJSON "start" line */
 	WARD_EVENT_STREAM,   /* NDJSON is queued: ward_execution_read has more; or
 			      * (data set) one of the result builder's events */
 	WARD_EVENT_VERDICT,  /* the execution is over: ward_execution_result */
@@ -115,7 +116,7 @@ enum ward_event_kind {
 
 struct ward_event {
 	enum ward_event_kind kind;
-	struct ward_execution *ex;   /* START, STREAM, VERDICT */
+	struct ward_execution *ex;   /* STREAM, VERDICT */
 	struct ward_answer *answer;  /* ANSWER */
 	json_t *data;                /* STREAM of an execution run with events: the
 				      * builder's event (include/ward/result.h),
