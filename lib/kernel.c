@@ -637,6 +637,20 @@ WARD_EXPORT int ward_kernel_submit_execute(struct ward_kernel *k, const char *co
 	return r;
 }
 
+WARD_EXPORT int ward_kernel_submit_call(struct ward_kernel *k, const char *source,
+					const char *filename, const char *function, json_t *args,
+					ward_kernel_cb cb, void *ctx, struct ward_error *err)
+{
+	json_t *c = json_pack("{s:s, s:s, s:s, s:O}", "code", source, "filename", filename,
+			      "function", function, "args", args);
+	if (!c)
+		return ward_error_set(err, EINVAL, "kernel", "source is not valid UTF-8");
+	int r = submit(k, "call_request", c, "call_reply", (struct waiter){ .cb = cb, .ctx = ctx },
+		       err);
+	json_decref(c);
+	return r;
+}
+
 WARD_EXPORT int ward_kernel_submit_shutdown(struct ward_kernel *k, unsigned grace_ms,
 					    struct ward_error *err)
 {

@@ -138,6 +138,12 @@ int ward_kernel_begin(const struct ward_policy *policy, const struct ward_kernel
 int ward_kernel_submit_execute(struct ward_kernel *k, const char *code, bool stop_on_error,
 			       ward_kernel_cb cb, void *ctx, struct ward_error *err);
 
+/* Queues one call_request (as ward_kernel_call) and awaits its call_reply;
+ * returns as ward_kernel_submit_execute. */
+int ward_kernel_submit_call(struct ward_kernel *k, const char *source, const char *filename,
+			    const char *function, json_t *args, ward_kernel_cb cb, void *ctx,
+			    struct ward_error *err);
+
 /* Queues a shutdown_request and awaits its reply for at most grace_ms;
  * past that, ward_kernel_step kills the sandbox (WARD_KILL_CANCEL). */
 int ward_kernel_submit_shutdown(struct ward_kernel *k, unsigned grace_ms, struct ward_error *err);

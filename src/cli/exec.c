@@ -1,16 +1,20 @@
 /* src/cli/exec.c — `ward exec` and `ward call`: code in, results out.
  *
- * Starts a language kernel in a fresh sandbox, runs the cells (or the
- * function call), collects streams, results, rich outputs, errors and
- * artifacts, and prints them for a person (terminal) or as one JSON verdict
- * (--json). Exit status: 0 when every cell ran cleanly, 1 when code raised,
- * 3 for a lint hit (policy_violation), 4 when a clean run's --artifacts could
- * not be copied (the reason on stderr), otherwise as `ward run` (125 setup,
- * 128+N killed by a limit or signal).
+ * A thin front end of the service core (include/ward/service.h): the
+ * options, files and cells are read and checked here, then one execution
+ * runs in a core of this process's own, driven by a private loop; its
+ * events (streams, results, errors) are printed as they come, and the end
+ * prints for a person (terminal) or as one JSON verdict (--json) — the same
+ * execution, result builder and verdict as `POST /v1/executions`. Exit
+ * status: 0 when every cell ran cleanly, 1 when code raised, 3 for a lint
+ * hit (policy_violation), 4 when a clean run's --artifacts could not be
+ * copied (the reason on stderr), otherwise as `ward run` (125 setup, 128+N
+ * killed by a limit or signal).
  */
 #include <fcntl.h>
 #include <jansson.h>
 #include <linux/openat2.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,18 +27,13 @@
 #include "exec.h"
 #include "options.h"
 #include "status.h"
+#include "server/keys.h"
 #include "ward/kernel.h"
 #include "ward/result.h"
+#include "ward/service.h"
 #include "workspace.h"
 
 enum { EXIT_USAGE = 2, EXIT_LINT = 3, EXIT_ARTIFACTS = 4, EXIT_SETUP = 125 };
-
-/* The terminal's view of the result: the builder's events, printed. */
-struct out {
-	bool json;
-	bool quiet;
-	struct ward_result r;   /* the one result builder (lib/kernel/result.c) */
-};
 
 static void print_bundle(json_t *data, const char *prefix)
 {
@@ -104,13 +103,6 @@ static void print_event(json_t *ev, void *ctx)
 	}
 }
 
-/* Each message as the kernel sends it. */
-static void on_message(json_t *m, void *ctx)
-{
-	struct out *o = ctx;
-	ward_result_message(&o->r, m);
-}
-
 /* --file HOST[:PATH]: PATH is relative to /workspace (or absolute under it);
  * without it, the host file's name. */
 static int load_file(const char *spec, struct ward_file *f, uint64_t max, struct ward_error *err)
@@ -160,65 +152,50 @@ struct job {
 	struct ward_policy policy;
 	struct ward_file files[WARD_CLI_MAX_FILES];
 	size_t n_files;
-	struct ward_kernel *k;
-	struct out out;
 	char *codes[WARD_CLI_MAX_CELLS]; /* exec: the cells, loaded before start */
 	char *tool_src;         /* call: the tool file */
 	json_t *args;           /* call: the arguments */
 	bool artifacts_failed;  /* --artifacts DIR could not be filled */
 };
 
-static int run_cells(struct job *j, struct ward_error *err)
+/* The core's events: the builder's, printed as they come (terminal). */
+static void on_event(void *ctx, const struct ward_event *ev)
 {
-	for (size_t i = 0; i < j->o->n_cells; i++) {
-		json_t *reply = NULL;
-		int r = ward_kernel_execute(j->k, j->codes[i], !j->o->keep_going, on_message,
-					    &j->out, &reply, err);
-		ward_result_reply(&j->out.r, r < 0 ? NULL : reply);
-		json_decref(reply);
-		if (r < 0)
-			break;
-	}
-	return 0;
+	if (ev->kind == WARD_EVENT_STREAM && ev->data)
+		print_event(ev->data, ctx);
 }
 
-static int run_call(struct job *j, struct ward_error *err)
+static void print_json(json_t *o)
 {
-	const char *base = strrchr(j->o->tool_file, '/');
-	json_t *reply = NULL;
-	int r = ward_kernel_call(j->k, j->tool_src, base ? base + 1 : j->o->tool_file,
-				 j->o->function, j->args, on_message, &j->out, &reply, err);
-	ward_result_call_reply(&j->out.r, r < 0 ? NULL : reply);
-	json_decref(reply);
-	if (r < 0 || j->out.json)
-		return 0;
-	if (j->out.r.value) {
-		char *s = json_dumps(j->out.r.value, JSON_ENCODE_ANY | JSON_INDENT(2));
-		if (s)
-			puts(s);
-		free(s);
-	} else if (j->out.r.error) {
-		print_error(j->out.r.error);
-	}
-	return 0;
-}
-
-static void print_json(struct job *j, const struct ward_verdict *v)
-{
-	json_t *o = ward_result_final(&j->out.r, v, &j->policy, j->o->lang);
 	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	if (s)
 		puts(s);
 	free(s);
-	json_decref(o);
 }
 
-static void print_terminal(struct job *j, const struct ward_verdict *v)
+/* The call's value (or its error), for a person. */
+static void print_call(const struct ward_result *r)
 {
+	if (r->value) {
+		char *s = json_dumps(r->value, JSON_ENCODE_ANY | JSON_INDENT(2));
+		if (s)
+			puts(s);
+		free(s);
+	} else if (r->error) {
+		print_error(r->error);
+	}
+}
+
+static void print_terminal(struct job *j, const struct ward_execution *ex)
+{
+	const struct ward_verdict *v = ward_execution_verdict(ex);
+	const struct ward_result *r = ward_execution_output(ex);
+	if (j->o->mode == WARD_CLI_CALL && !r->died)
+		print_call(r);
 	if (j->o->quiet)
 		return;
 	ward_cli_note_degraded(j->o, &j->policy, v);
-	if (j->out.r.died) {
+	if (r->died && v->status != WARD_STATUS_SETUP_FAILED) { /* that one says its layer below */
 		json_t *e = ward_kernel_limit_error(v, &j->policy);
 		fprintf(stderr, "ward: %s: %s\n", json_string_value(json_object_get(e, "name")),
 			json_string_value(json_object_get(e, "hint")));
@@ -226,13 +203,13 @@ static void print_terminal(struct job *j, const struct ward_verdict *v)
 	}
 	size_t i;
 	json_t *a;
-	json_array_foreach(j->out.r.artifacts, i, a)
+	json_array_foreach(r->artifacts, i, a)
 		fprintf(stderr, "ward: artifact %s (%lld bytes, %s)%s\n",
 			json_string_value(json_object_get(a, "path")),
 			json_integer_value(json_object_get(a, "size")),
 			json_string_value(json_object_get(a, "mime_type")),
 			json_is_true(json_object_get(a, "copied")) ? ", copied" : "");
-	json_array_foreach(j->out.r.skipped, i, a)
+	json_array_foreach(r->skipped, i, a)
 		fprintf(stderr, "ward: artifact %s skipped: %s\n",
 			json_string_value(json_object_get(a, "path")),
 			json_string_value(json_object_get(a, "reason")));
@@ -241,7 +218,6 @@ static void print_terminal(struct job *j, const struct ward_verdict *v)
 		fprintf(stderr, "ward: error: %s\n", ward_error_format(&v->setup, buf, sizeof(buf)));
 	}
 }
-
 
 static const char exec_usage[] =
 	"usage: ward exec --lang python|node|bash [OPTIONS] [-c CODE]... [-f FILE]... [-]\n"
@@ -328,15 +304,7 @@ static int setup_job(struct job *j, struct ward_error *err)
 			return r;
 		j->n_files++;
 	}
-	if ((r = load_code(j, err)) < 0)
-		return r;
-	j->out.json = j->o->json;
-	j->out.quiet = j->o->quiet;
-	if (ward_result_init(&j->out.r, j->policy.output_limit) < 0)
-		return ward_error_set(err, ENOMEM, "cli", "out of memory");
-	if (!j->o->json)
-		ward_result_set_sink(&j->out.r, print_event, &j->out);
-	return 0;
+	return load_code(j, err);
 }
 
 static void release_job(struct job *j)
@@ -345,7 +313,6 @@ static void release_job(struct job *j)
 		free((void *)j->files[i].path);
 		free((void *)j->files[i].data);
 	}
-	ward_result_release(&j->out.r);
 	json_decref(j->args);
 	free(j->tool_src);
 	for (size_t i = 0; i < WARD_CLI_MAX_CELLS; i++)
@@ -353,35 +320,89 @@ static void release_job(struct job *j)
 	ward_policy_release(&j->policy);
 }
 
-/* Runs the cells or the call, collects artifacts, stops the kernel. */
-static int drive(struct job *j, struct ward_verdict *v, struct ward_error *err)
+/* What the core takes: the job's policy (a copy), files, cells or call,
+ * handed over. 0 or -ENOMEM. */
+static int make_spec(struct job *j, struct ward_exec_spec *sp)
 {
-	json_t *lint = (json_t *)ward_policy_lint_json(&j->policy);
-	struct ward_kernel_options ko = {
-		.lang = (enum ward_lang)ward_lang_from_name(j->o->lang),
-		.files = j->files, .n_files = j->n_files, .lint = lint,
-	};
-	int r = ward_kernel_start(&j->policy, &ko, &j->k, err);
-	json_decref(lint);
-	if (r < 0) {
-		v->status = WARD_STATUS_SETUP_FAILED;
-		v->setup = *err;
-		return r;
+	memset(sp, 0, sizeof(*sp));
+	sp->lang = ward_lang_from_name(j->o->lang);
+	sp->keep_going = j->o->keep_going;
+	sp->artifacts_dir = j->o->artifacts_dir;
+	sp->events = !j->o->json;
+	struct ward_error e;
+	if (ward_policy_copy(&sp->policy, &j->policy, &e) < 0)
+		return -ENOMEM;
+	if (j->n_files && !(sp->files = calloc(j->n_files, sizeof(*sp->files))))
+		return -ENOMEM;
+	for (; sp->n_files < j->n_files; sp->n_files++)
+		sp->files[sp->n_files] = j->files[sp->n_files];
+	j->n_files = 0;
+	if (j->o->mode == WARD_CLI_CALL) {
+		const char *base = strrchr(j->o->tool_file, '/');
+		sp->call_source = j->tool_src;
+		sp->call_args = j->args;
+		j->tool_src = NULL;
+		j->args = NULL;
+		sp->call_filename = strdup(base ? base + 1 : j->o->tool_file);
+		sp->call_function = strdup(j->o->function);
+		return sp->call_filename && sp->call_function ? 0 : -ENOMEM;
 	}
-	r = j->o->mode == WARD_CLI_EXEC ? run_cells(j, err) : run_call(j, err);
-	if (r == 0 && !j->out.r.died) {
-		struct ward_artifact_limits lim = { .max_file = 16u << 20, .max_total = 64u << 20,
-						    .max_count = 100 };
-		struct ward_error aerr;
-		if (ward_kernel_artifacts(j->k, j->o->artifacts_dir, &lim, &j->out.r.artifacts,
-					  &j->out.r.skipped, &aerr) < 0 && j->o->artifacts_dir) {
-			fprintf(stderr, "ward: %s: %s\n", aerr.layer, aerr.message);
-			j->artifacts_failed = true;
+	if (!(sp->cells = calloc(j->o->n_cells ? j->o->n_cells : 1, sizeof(char *))))
+		return -ENOMEM;
+	for (; sp->n_cells < j->o->n_cells; sp->n_cells++) {
+		sp->cells[sp->n_cells] = j->codes[sp->n_cells];
+		j->codes[sp->n_cells] = NULL;
+	}
+	return 0;
+}
+
+/* Runs the job in a core of this process's own and prints what comes;
+ * returns the exit status. The loop is the front end's: the core's fd, its
+ * timeout, and its dispatch, until the execution is done. */
+static int drive(struct job *j, struct ward_error *err)
+{
+	struct ward_service_config c;
+	ward_service_config_defaults(&c);
+	c.embedded = true;
+	struct ward_service *svc = NULL;
+	struct ward_exec_spec sp;
+	struct ward_reply reply;
+	memset(&reply, 0, sizeof(reply));
+	struct ward_key_info key;
+	memset(&key, 0, sizeof(key));
+	ward_strlcpy(key.tenant, "cli", sizeof(key.tenant));
+	int status = EXIT_SETUP;
+	if (ward_service_new(&c, &svc) < 0 || make_spec(j, &sp) < 0) {
+		ward_error_set(err, ENOMEM, "cli", "out of memory");
+		ward_cli_print_error(err);
+	} else if (ward_service_run(svc, &key, &sp, &reply) == 0 && reply.ex) {
+		struct ward_sink sink = { .ctx = NULL, .event = on_event };
+		ward_execution_watch(reply.ex, &sink);
+		while (!ward_execution_done(reply.ex)) {
+			struct pollfd p = { .fd = ward_service_fd(svc), .events = POLLIN };
+			poll(&p, 1, ward_service_timeout(svc));
+			ward_service_dispatch(svc);
 		}
+		const struct ward_error *aerr = ward_execution_artifacts_error(reply.ex);
+		if (aerr)
+			fprintf(stderr, "ward: %s: %s\n", aerr->layer, aerr->message);
+		j->artifacts_failed = aerr && j->o->artifacts_dir;
+		if (j->o->json)
+			print_json(ward_execution_result(reply.ex));
+		else
+			print_terminal(j, reply.ex);
+		status = ward_cli_exit_status(ward_execution_verdict(reply.ex));
+		/* the code's own failure says more; a clean run whose files were
+		 * not delivered must not look like success */
+		if (status == 0 && j->artifacts_failed)
+			status = EXIT_ARTIFACTS;
+	} else {
+		fprintf(stderr, "ward: error: %s\n", reply.err.message);
 	}
-	ward_result_to_verdict(&j->out.r, v);
-	int s = ward_kernel_stop(j->k, v, err);
-	return r < 0 ? r : s;
+	ward_reply_release(&reply);
+	ward_service_free(svc);
+	ward_service_config_release(&c);
+	return status;
 }
 
 /* --print-policy: the effective policy (file, then flags), nothing run. */
@@ -438,20 +459,7 @@ int ward_cli_code(int mode, int argc, char **argv)
 	}
 	/* SIGINT keeps its default: ward dies, the sandbox dies with it (its
 	 * init's parent-death signal) and the next ward removes the cgroup. */
-	struct ward_verdict v;
-	ward_verdict_init(&v);
-	drive(&j, &v, &err);
-	ward_result_adjust(&j.out.r, &v, &j.policy);
-	if (o->json)
-		print_json(&j, &v);
-	else
-		print_terminal(&j, &v);
-	status = ward_cli_exit_status(&v);
-	/* the code's own failure says more; a clean run whose files were not
-	 * delivered must not look like success */
-	if (status == 0 && j.artifacts_failed)
-		status = EXIT_ARTIFACTS;
-	ward_verdict_release(&v);
+	status = drive(&j, &err);
 out:
 	release_job(&j);
 	free(o);

@@ -1,4 +1,6 @@
-/* src/daemon/config.c — `ward serve` settings: a JSON config file and flags.
+/* src/daemon/config.c — `ward serve` settings: a JSON config file and flags
+ * (the HTTP front end's own, and the service core's, struct
+ * ward_service_config).
  *
  * One table names every setting once: its config key, its flag (the same
  * name) and its type. The file is read first, flags override it. Unknown
@@ -12,6 +14,7 @@
 
 #include "base/util.h"
 #include "daemon.h"
+#include "ward/policy.h"
 
 enum kind { K_STR, K_SIZE, K_DUR, K_BOOL, K_UINT };
 
@@ -26,24 +29,24 @@ struct setting {
 static const struct setting settings[] = {
 	S("socket", K_STR, socket, "unix socket path (\"none\": no unix socket)"),
 	S("listen", K_STR, listen, "also listen on TCP, 127.0.0.1:PORT"),
-	S("keys-file", K_STR, keys_file, "the API keys file (ward keys add)"),
-	S("audit-log", K_STR, audit_log, "the hash-chained audit log"),
-	S("audit-full-text", K_BOOL, audit_full_text, "record code and output in full"),
-	S("audit-sync", K_BOOL, audit_sync, "fdatasync every audit line (default true)"),
+	S("keys-file", K_STR, core.keys_file, "the API keys file (ward keys add)"),
+	S("audit-log", K_STR, core.audit_log, "the hash-chained audit log"),
+	S("audit-full-text", K_BOOL, core.audit_full_text, "record code and output in full"),
+	S("audit-sync", K_BOOL, core.audit_sync, "fdatasync every audit line (default true)"),
 	S("max-body", K_SIZE, max_body, "request body limit (default 8M)"),
 	S("max-header", K_SIZE, max_header, "request header memory limit (default 32k)"),
-	S("grace", K_DUR, grace_ms, "SIGTERM: time running executions get (default 10s)"),
-	S("max-executions", K_UINT, max_executions, "running at once (default 64)"),
-	S("max-per-tenant", K_UINT, max_per_tenant, "sandboxes at once per tenant, executions and sessions (default 16)"),
-	S("policy", K_STR, policy_file, "default policy file (JSON)"),
-	S("runners", K_STR, runners, "language runners directory"),
-	S("state-dir", K_STR, state_dir, "what a restart needs, owned by this user and closed to others (default: /var/lib/ward as root, else $XDG_STATE_HOME/ward)"),
-	S("session-ttl", K_DUR, session_ttl_ms, "idle TTL of a session (default 10m)"),
-	S("max-session-ttl", K_DUR, max_session_ttl_ms, "the longest TTL a session may ask (default 24h)"),
-	S("max-sessions", K_UINT, max_sessions, "live sessions, all tenants (default 64)"),
-	S("max-sessions-per-tenant", K_UINT, max_sessions_per_tenant, "live sessions per tenant (default 8)"),
-	S("tenant-memory", K_SIZE, tenant_memory, "memory limits of a tenant's live sandboxes, summed (default 16G; 0: none)"),
-	S("max-file", K_SIZE, max_file, "one file through the files API (default 64M)"),
+	S("grace", K_DUR, core.grace_ms, "SIGTERM: time running executions get (default 10s)"),
+	S("max-executions", K_UINT, core.max_executions, "running at once (default 64)"),
+	S("max-per-tenant", K_UINT, core.max_per_tenant, "sandboxes at once per tenant, executions and sessions (default 16)"),
+	S("policy", K_STR, core.policy_file, "default policy file (JSON)"),
+	S("runners", K_STR, core.runners, "language runners directory"),
+	S("state-dir", K_STR, core.state_dir, "what a restart needs, owned by this user and closed to others (default: /var/lib/ward as root, else $XDG_STATE_HOME/ward)"),
+	S("session-ttl", K_DUR, core.session_ttl_ms, "idle TTL of a session (default 10m)"),
+	S("max-session-ttl", K_DUR, core.max_session_ttl_ms, "the longest TTL a session may ask (default 24h)"),
+	S("max-sessions", K_UINT, core.max_sessions, "live sessions, all tenants (default 64)"),
+	S("max-sessions-per-tenant", K_UINT, core.max_sessions_per_tenant, "live sessions per tenant (default 8)"),
+	S("tenant-memory", K_SIZE, core.tenant_memory, "memory limits of a tenant's live sandboxes, summed (default 16G; 0: none)"),
+	S("max-file", K_SIZE, core.max_file, "one file through the files API (default 64M)"),
 	S("max-connections", K_UINT, max_connections, "open HTTP connections, per listener (default 1000)"),
 	S("max-per-address", K_UINT, max_per_address, "TCP connections from one address (default 64)"),
 	S("max-unauthenticated", K_UINT, max_unauthenticated, "connections without a valid key yet; the oldest is closed past it (default 64)"),
@@ -55,18 +58,9 @@ static const struct setting settings[] = {
 void srv_config_defaults(struct srv_config *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->audit_sync = true;
+	ward_service_config_defaults(&c->core);
 	c->max_body = 8u << 20;
 	c->max_header = 32u << 10;
-	c->grace_ms = 10000;
-	c->max_executions = 64;
-	c->max_per_tenant = 16;
-	c->session_ttl_ms = 10 * 60 * 1000;
-	c->max_session_ttl_ms = 24 * 3600 * 1000;
-	c->max_sessions = 64;
-	c->max_sessions_per_tenant = 8;
-	c->tenant_memory = 16ull << 30;
-	c->max_file = 64u << 20;
 	c->max_connections = 1000;
 	c->max_per_address = 64;
 	c->max_unauthenticated = 64;
@@ -79,8 +73,8 @@ void srv_config_release(struct srv_config *c)
 	for (size_t i = 0; i < ARRAY_SIZE(settings); i++)
 		if (settings[i].kind == K_STR)
 			free(*(char **)((char *)c + settings[i].off));
-	json_decref(c->policy);
-	json_decref(c->tenants);
+	json_decref(c->core.policy);
+	json_decref(c->core.tenants);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -227,14 +221,14 @@ static int load_file(struct srv_config *c, const char *path)
 		if (r < 0)
 			break;
 		if (strcmp(key, "policy") == 0 && json_is_object(v)) {
-			json_decref(c->policy);
-			c->policy = json_incref(v);
+			json_decref(c->core.policy);
+			c->core.policy = json_incref(v);
 			continue;
 		}
 		if (strcmp(key, "tenants") == 0) {
 			if ((r = check_tenants(v, path)) == 0) {
-				json_decref(c->tenants);
-				c->tenants = json_incref(v);
+				json_decref(c->core.tenants);
+				c->core.tenants = json_incref(v);
 			}
 			continue;
 		}
@@ -309,16 +303,16 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
 		if (set_string(c, st, v, "--") < 0)
 			return -1;
 	}
-	if (c->max_session_ttl_ms > 24ull * 3600 * 1000) {
+	if (c->core.max_session_ttl_ms > 24ull * 3600 * 1000) {
 		fprintf(stderr, "ward: error: max-session-ttl: at most 24h (a session's sandbox "
 			"lives at most that long)\n");
 		return -1;
 	}
-	if (c->session_ttl_ms > c->max_session_ttl_ms) {
+	if (c->core.session_ttl_ms > c->core.max_session_ttl_ms) {
 		char a[32], b[32];
 		fprintf(stderr, "ward: error: session-ttl (%s) is above max-session-ttl (%s)\n",
-			ward_format_duration_ms(c->session_ttl_ms, a, sizeof(a)),
-			ward_format_duration_ms(c->max_session_ttl_ms, b, sizeof(b)));
+			ward_format_duration_ms(c->core.session_ttl_ms, a, sizeof(a)),
+			ward_format_duration_ms(c->core.max_session_ttl_ms, b, sizeof(b)));
 		return -1;
 	}
 	return 0;

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz-request.c — the body of POST /v1/executions, as the
- * daemon parses it (src/daemon/request.c: language or command, files,
+ * service core parses it (lib/service/request.c: language or command, files,
  * policy overrides on a copy of the default policy, timeout), must never
  * crash or leak on any input, and every refusal must come with an error
  * body. The HTTP layer's size and depth limits come before it; this
@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/daemon/daemon.h"
+#include "../../lib/service/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct srv s;
+	static struct ward_service s;
 	static bool ready;
 	struct ward_error err;
 	if (!ready) {
@@ -23,13 +23,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ready = true;
 	}
 	struct exec_request r;
-	unsigned status = 0;
-	json_t *error = NULL;
-	if (exec_request_parse(&s, (const char *)data, size, &r, &status, &error) == 0) {
+	struct ward_service_error e = { 0 };
+	if (exec_request_parse(&s, (const char *)data, size, &r, &e) == 0) {
 		exec_request_release(&r);
-	} else if (!error || status < 400 || status > 499) {
-		abort(); /* a refusal always says why, as a 4xx */
+	} else {
+		json_t *error = ward_service_error_json(&e);
+		if (!error || e.status < 400 || e.status > 499 || !e.code[0])
+			abort(); /* a refusal always says why, as a 4xx */
+		json_decref(error);
 	}
-	json_decref(error);
 	return 0;
 }

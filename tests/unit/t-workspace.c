@@ -19,7 +19,7 @@
 #include "tap.h"
 #include "workspace.h"
 
-bool srv_path_ok(const char *p); /* src/daemon/request.c */
+bool srv_path_ok(const char *p); /* lib/service/request.c */
 
 static void name_rule(void)
 {

@@ -1,4 +1,4 @@
-/* src/daemon/files.c — files in a session: upload, download, delete, list.
+/* lib/service/files.c — files in a session: upload, download, delete, list.
  *
  * Done by the daemon itself, through the O_PATH fd of the session's root
  * that its init handed over: /workspace is opened with RESOLVE_IN_ROOT,
@@ -21,7 +21,6 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
-#include <microhttpd.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,16 +29,14 @@
 #include <sys/stat.h>
 
 #include "base/util.h"
-#include "daemon.h"
+#include "internal.h"
 #include "workspace.h"
 
-enum { MAX_ENTRIES = 10000, MAX_DEPTH = 32, MAX_PATH_LEN = 1000, MAX_UPLOADERS = 64 };
-
-enum file_op { OP_GET, OP_PUT, OP_DELETE };
+enum { MAX_ENTRIES = 10000, MAX_DEPTH = 32, MAX_PATH_LEN = 1000 };
 
 struct file_job {
-	struct srv_job j;
-	enum file_op op;
+	struct svc_job j;
+	enum ward_file_op op;
 	int ws;                       /* the job's own fd of /workspace */
 	struct stat owner;            /* the workspace's owner: the fsuid */
 	char path[MAX_PATH_LEN + 1];
@@ -53,7 +50,7 @@ struct file_job {
 	char sha[65], fmode[8];
 	const char *event;            /* the audit event, on success */
 	char session_id[24], key_id[sizeof(((struct ward_key_info *)0)->id)];
-	struct deferred *d;
+	struct ward_answer *d;
 };
 
 /* --- what a request may name --- */
@@ -69,87 +66,74 @@ static const char *normalise(const char *p)
 	return !*p || srv_path_ok(p) ? p : NULL;
 }
 
-/* The path argument: 0 with *out, or an answer. */
-static int path_arg(struct MHD_Connection *c, const char **out)
+/* The path argument: 0 with *out, or -1 with e. */
+static int path_arg(const struct ward_session_call *q, const char **out,
+		    struct ward_service_error *e)
 {
-	const char *raw = NULL;
-	size_t n = 0;
-	if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, "path", 4, &raw, &n) != MHD_YES)
-		raw = NULL;
-	if (raw && strlen(raw) != n)
-		return srv_respond_error(c, 400, "invalid_request", "path",
+	const char *raw = q->path;
+	if (raw && strlen(raw) != q->path_len)
+		return ward_service_fail(e, 400, "invalid_request", "path",
 					 "the path contains a NUL byte (%%00)");
 	size_t len = raw ? strlen(raw) : 0;
 	bool root = raw && (strcmp(raw, "/workspace") == 0 || strcmp(raw, "/workspace/") == 0);
 	if (len && raw[len - 1] == '/' && !root)
-		return srv_respond_error(c, 400, "invalid_request", "path",
+		return ward_service_fail(e, 400, "invalid_request", "path",
 					 "the path ends with '/': name the file or directory "
 					 "without it");
 	*out = normalise(raw);
 	if (!*out)
-		return srv_respond_error(c, 400, "invalid_request", "path",
+		return ward_service_fail(e, 400, "invalid_request", "path",
 					 "expected a path inside /workspace, without '..', '.' or "
 					 "empty components");
-	return -1;
+	return 0;
 }
 
 /* --- upload bodies held in memory --- */
 
-static struct {
-	uint64_t total;
-	struct { char tenant[WARD_KEY_TENANT_MAX + 1]; uint64_t bytes; } t[MAX_UPLOADERS];
-} held;
+static uint64_t cap_total(struct ward_service *s) { return 4 * s->cfg.max_file; }
+static uint64_t cap_tenant(struct ward_service *s) { return 2 * s->cfg.max_file; }
 
-static uint64_t cap_total(struct srv *s) { return 4 * s->cfg.max_file; }
-static uint64_t cap_tenant(struct srv *s) { return 2 * s->cfg.max_file; }
-
-int files_upload_reserve(struct srv *s, const char *tenant, uint64_t bytes)
+int ward_service_upload_reserve(struct ward_service *s, const char *tenant, uint64_t bytes,
+				struct ward_service_error *e)
 {
 	int slot = -1, free_slot = -1;
-	for (int i = 0; i < MAX_UPLOADERS; i++) {
-		if (held.t[i].bytes && strcmp(held.t[i].tenant, tenant) == 0)
+	for (int i = 0; i < (int)ARRAY_SIZE(s->uploads); i++) {
+		if (s->uploads[i].bytes && strcmp(s->uploads[i].tenant, tenant) == 0)
 			slot = i;
-		else if (!held.t[i].bytes && free_slot < 0)
+		else if (!s->uploads[i].bytes && free_slot < 0)
 			free_slot = i;
 	}
-	if (held.total + bytes > cap_total(s) || (slot < 0 && free_slot < 0))
-		return -ENOSPC;
-	if (slot >= 0 && held.t[slot].bytes + bytes > cap_tenant(s))
-		return -EDQUOT;
-	if (slot < 0) {
-		if (bytes > cap_tenant(s))
-			return -EDQUOT;
-		slot = free_slot;
-		ward_strlcpy(held.t[slot].tenant, tenant, sizeof(held.t[slot].tenant));
-	}
-	held.t[slot].bytes += bytes;
-	held.total += bytes;
-	return 0;
-}
-
-void files_upload_release(struct srv *s, const char *tenant, uint64_t bytes)
-{
-	(void)s;
-	for (int i = 0; i < MAX_UPLOADERS; i++)
-		if (held.t[i].bytes && strcmp(held.t[i].tenant, tenant) == 0) {
-			uint64_t n = bytes < held.t[i].bytes ? bytes : held.t[i].bytes;
-			held.t[i].bytes -= n;
-			held.total -= n < held.total ? n : held.total;
-			return;
-		}
-}
-
-int files_upload_refuse(struct MHD_Connection *c, int rc, struct srv *s)
-{
-	if (rc == -EDQUOT)
-		return srv_respond_error(c, 429, "quota_exceeded", "uploads",
+	bool full = s->uploads_total + bytes > cap_total(s) || (slot < 0 && free_slot < 0);
+	bool mine = !full && (slot >= 0 ? s->uploads[slot].bytes + bytes > cap_tenant(s)
+					: bytes > cap_tenant(s));
+	if (full)
+		return ward_service_fail(e, 503, "uploads_busy", "uploads",
+					 "unfinished uploads hold %llu bytes of daemon memory at most "
+					 "(4 x max_file), all in use; retry later",
+					 (unsigned long long)cap_total(s));
+	if (mine)
+		return ward_service_fail(e, 429, "quota_exceeded", "uploads",
 					 "this tenant's unfinished uploads hold %llu bytes of daemon "
 					 "memory at most (2 x max_file); retry when one has finished",
 					 (unsigned long long)cap_tenant(s));
-	return srv_respond_error(c, 503, "uploads_busy", "uploads",
-				 "unfinished uploads hold %llu bytes of daemon memory at most "
-				 "(4 x max_file), all in use; retry later",
-				 (unsigned long long)cap_total(s));
+	if (slot < 0) {
+		slot = free_slot;
+		ward_strlcpy(s->uploads[slot].tenant, tenant, sizeof(s->uploads[slot].tenant));
+	}
+	s->uploads[slot].bytes += bytes;
+	s->uploads_total += bytes;
+	return 0;
+}
+
+void ward_service_upload_release(struct ward_service *s, const char *tenant, uint64_t bytes)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(s->uploads); i++)
+		if (s->uploads[i].bytes && strcmp(s->uploads[i].tenant, tenant) == 0) {
+			uint64_t n = bytes < s->uploads[i].bytes ? bytes : s->uploads[i].bytes;
+			s->uploads[i].bytes -= n;
+			s->uploads_total -= n < s->uploads_total ? n : s->uploads_total;
+			return;
+		}
 }
 
 /* --- on a worker --- */
@@ -165,7 +149,7 @@ static void fail(struct file_job *fj, unsigned status, const char *code, const c
 	va_end(ap);
 	fj->status = status;
 	json_decref(fj->answer);
-	fj->answer = srv_error_body(code, "path", msg);
+	fj->answer = svc_error_body(code, "path", msg);
 }
 
 static void path_error(struct file_job *fj, int e)
@@ -497,16 +481,16 @@ static void delete(struct file_job *fj)
 	fj->answer = json_pack("{s:s, s:b}", "path", path, "deleted", 1);
 }
 
-static void file_run(struct srv_job *j)
+static void file_run(struct svc_job *j)
 {
 	struct file_job *fj = (struct file_job *)j;
 	/* every operation as the sandbox user, reads included; this thread only */
 	int old_uid = setfsuid((uid_t)-1), old_gid = setfsgid((gid_t)-1);
 	setfsgid(fj->owner.st_gid);
 	setfsuid(fj->owner.st_uid);
-	if (fj->op == OP_GET)
+	if (fj->op == WARD_FILE_GET)
 		download(fj);
-	else if (fj->op == OP_PUT)
+	else if (fj->op == WARD_FILE_PUT)
 		upload(fj);
 	else
 		delete(fj);
@@ -516,40 +500,37 @@ static void file_run(struct srv_job *j)
 
 /* --- back on the loop --- */
 
-static void audit_file(struct srv *s, struct file_job *fj)
+static void audit_file(struct ward_service *s, struct file_job *fj)
 {
 	json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s?}", "session_id", fj->session_id,
 			      "tenant", fj->j.tenant, "key_id", fj->key_id, "path", fj->path,
-			      "size", (json_int_t)(fj->op == OP_DELETE ? 0 : fj->len), "sha256",
-			      fj->op == OP_DELETE ? NULL : fj->sha);
-	srv_audit(s, fj->event, f);
+			      "size", (json_int_t)(fj->op == WARD_FILE_DELETE ? 0 : fj->len), "sha256",
+			      fj->op == WARD_FILE_DELETE ? NULL : fj->sha);
+	svc_audit(s, fj->event, f);
 	json_decref(f);
 }
 
-static void file_done(struct srv *s, struct srv_job *j)
+static void file_done(struct ward_service *s, struct svc_job *j)
 {
 	struct file_job *fj = (struct file_job *)j;
 	if (j->cancelled)
 		fail(fj, 503, "shutting_down", "the daemon is shutting down");
 	else if (fj->event)
 		audit_file(s, fj);
-	if (fj->op == OP_PUT)
-		files_upload_release(s, j->tenant, fj->len);
-	struct MHD_Response *r = NULL;
-	if (fj->status == 200 && !fj->answer && fj->op == OP_GET) {
-		r = MHD_create_response_from_buffer(fj->len, fj->body, MHD_RESPMEM_MUST_FREE);
-		if (r) {
-			fj->body = NULL;
-			MHD_add_response_header(r, "Content-Type", "application/octet-stream");
-			MHD_add_response_header(r, "Ward-File-Sha256", fj->sha);
-			MHD_add_response_header(r, "Ward-File-Mode", fj->fmode);
-		} else {
+	if (fj->op == WARD_FILE_PUT)
+		ward_service_upload_release(s, j->tenant, fj->len);
+	bool file = fj->status == 200 && !fj->answer && fj->op == WARD_FILE_GET;
+	if (file) { /* the bytes go with the answer */
+		fj->d->file = fj->body ? fj->body : malloc(1);
+		fj->d->file_len = fj->len;
+		fj->body = NULL;
+		ward_strlcpy(fj->d->sha256, fj->sha, sizeof(fj->d->sha256));
+		ward_strlcpy(fj->d->mode, fj->fmode, sizeof(fj->d->mode));
+		if (!fj->d->file)
 			fail(fj, 500, "internal", "out of memory");
-		}
 	}
-	if (!r && !fj->answer)
+	if (!fj->answer && !(file && fj->d->file))
 		fail(fj, 500, "internal", "out of memory");
-	fj->d->resp = r;
 	deferred_answer(fj->d, fj->status, fj->answer);
 	deferred_unref(fj->d);
 	free(fj->body);
@@ -557,43 +538,49 @@ static void file_done(struct srv *s, struct srv_job *j)
 	free(fj);
 }
 
-int files_route(struct srv *s, struct MHD_Connection *c, struct session *se,
-		const char *method, char *body, size_t len, struct route_out *out)
+/* The path and mode arguments of an operation: 0, or -1 with e. */
+static int file_args(const struct ward_session_call *q, enum ward_file_op op, const char **path,
+		     unsigned long *mode, struct ward_service_error *e)
 {
-	const char *path;
-	int r = path_arg(c, &path);
-	if (r >= 0)
-		return r;
-	enum file_op op = strcmp(method, "GET") == 0 ? OP_GET : strcmp(method, "PUT") == 0 ? OP_PUT
-			: OP_DELETE;
-	if (strcmp(method, "DELETE") != 0 && op == OP_DELETE)
-		return srv_respond_error(c, 405, "method_not_allowed", NULL, "method not allowed here");
-	if (op == OP_PUT && !*path)
-		return srv_respond_error(c, 400, "invalid_request", "path",
+	if (path_arg(q, path, e) < 0)
+		return -1;
+	if (op == WARD_FILE_PUT && !**path)
+		return ward_service_fail(e, 400, "invalid_request", "path",
 					 "expected the path of a file inside /workspace");
-	if (op == OP_DELETE && !*path)
-		return srv_respond_error(c, 400, "invalid_request", "path",
-					 "expected a path inside /workspace (not the workspace itself)");
-	unsigned long mode = 0644;
-	const char *ms = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "mode");
-	if (op == OP_PUT && ms) {
+	if (op == WARD_FILE_DELETE && !**path)
+		return ward_service_fail(e, 400, "invalid_request", "path",
+					 "expected a path inside /workspace (not the workspace "
+					 "itself)");
+	const char *ms = q->mode;
+	if (op == WARD_FILE_PUT && ms) {
 		char *end;
-		mode = strtoul(ms, &end, 8);
-		if (!*ms || *end || mode > 0777)
-			return srv_respond_error(c, 400, "invalid_request", "mode",
+		*mode = strtoul(ms, &end, 8);
+		if (!*ms || *end || *mode > 0777)
+			return ward_service_fail(e, 400, "invalid_request", "mode",
 						 "expected octal permissions like 0644 (at most 0777)");
 	}
+	return 0;
+}
+
+/* Checks the request and hands it to a worker: out->later gets the answer. */
+int files_route(struct ward_service *s, const struct ward_session_call *q, struct session *se,
+		enum ward_file_op op, struct ward_reply *out)
+{
+	const char *path;
+	unsigned long mode = 0644;
+	if (file_args(q, op, &path, &mode, &out->err) < 0)
+		return 0;
 	struct ward_sandbox *sb = session_sandbox(se);
 	struct file_job *fj = calloc(1, sizeof(*fj));
 	if (!fj)
-		return srv_respond_error(c, 500, "internal", NULL, "out of memory");
+		return svc_reply_error(out, 500, "internal", NULL, "out of memory");
 	fj->ws = sb ? ward_workspace_open(sb) : -1;
 	if (fj->ws < 0 || fstat(fj->ws, &fj->owner) < 0) {
 		if (fj->ws >= 0)
 			close(fj->ws);
 		free(fj);
-		return srv_respond_error(c, 410, "session_ended", "id",
-					 "the session's workspace cannot be reached (its sandbox ended)");
+		return svc_reply_error(out, 410, "session_ended", "id",
+				       "the session's workspace cannot be reached (its sandbox ended)");
 	}
 	fj->j.run = file_run;
 	fj->j.done = file_done;
@@ -604,34 +591,34 @@ int files_route(struct srv *s, struct MHD_Connection *c, struct session *se,
 	fj->op = op;
 	fj->mode = mode;
 	fj->max_file = s->cfg.max_file;
-	/* the connection waits for the answer, which the job gives */
-	fj->d = deferred_new(c);
+	/* the requester waits for the answer, which the job gives */
+	fj->d = deferred_new();
 	if (!fj->d) {
 		close(fj->ws);
 		free(fj);
-		return srv_respond_error(c, 500, "internal", NULL, "out of memory");
+		return svc_reply_error(out, 500, "internal", NULL, "out of memory");
 	}
-	out->d = fj->d;
-	if (op == OP_PUT) {
-		fj->body = body;
-		fj->len = len;
+	out->later = fj->d;
+	if (op == WARD_FILE_PUT) {
+		fj->body = (char *)q->body;
+		fj->len = q->len;
 	}
-	int rc = srv_job_submit(s, &fj->j);
+	int rc = svc_job_submit(s, &fj->j);
 	if (rc == 0) {
-		out->took_body = op == OP_PUT;
-		return MHD_YES;
+		out->took_body = op == WARD_FILE_PUT;
+		return 0;
 	}
 	char msg[200];
 	if (rc == -EUSERS)
 		snprintf(msg, sizeof(msg), "this tenant has %u file operations under way, the most "
-			 "it may; retry when one has finished", srv_job_limit(true));
+			 "it may; retry when one has finished", svc_job_limit(true));
 	else
 		snprintf(msg, sizeof(msg), "the daemon has %u file operations under way, the most it "
-			 "takes; retry later", srv_job_limit(false));
+			 "takes; retry later", svc_job_limit(false));
 	deferred_answer(fj->d, rc == -EUSERS ? 429 : 503,
-			srv_error_body(rc == -EUSERS ? "quota_exceeded" : "files_busy", "files", msg));
+			svc_error_body(rc == -EUSERS ? "quota_exceeded" : "files_busy", "files", msg));
 	deferred_unref(fj->d);
 	close(fj->ws);
 	free(fj);
-	return MHD_YES;
+	return 0;
 }

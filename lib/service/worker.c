@@ -1,4 +1,4 @@
-/* src/daemon/worker.c — a small pool of threads for the slow file work.
+/* lib/service/worker.c — a small pool of threads for the slow file work.
  *
  * The loop never waits on a file a sandbox controls: the files API's
  * transfers, listings and deletions run here, on WORKERS threads, and
@@ -20,7 +20,7 @@
 #include <sys/eventfd.h>
 
 #include "base/util.h"
-#include "daemon.h"
+#include "internal.h"
 
 enum {
 	WORKERS = 4,
@@ -34,11 +34,11 @@ struct tenant_jobs {
 	unsigned n;
 };
 
-struct srv_pool {
+struct svc_pool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct srv_job *todo, **todo_tail;  /* waiting for a worker */
-	struct srv_job *done;               /* run, waiting for the loop */
+	struct svc_job *todo, **todo_tail;  /* waiting for a worker */
+	struct svc_job *done;               /* run, waiting for the loop */
 	unsigned queued;                    /* submitted, done() not yet run */
 	bool stop;
 	int efd;
@@ -51,14 +51,14 @@ struct srv_pool {
 
 static void *worker_main(void *arg)
 {
-	struct srv_pool *p = arg;
+	struct svc_pool *p = arg;
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
 		while (!p->todo && !p->stop)
 			pthread_cond_wait(&p->cv, &p->mu);
 		if (!p->todo)
 			break;
-		struct srv_job *j = p->todo;
+		struct svc_job *j = p->todo;
 		p->todo = j->next;
 		if (!p->todo)
 			p->todo_tail = &p->todo;
@@ -76,9 +76,9 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-int srv_workers_start(struct srv *s)
+int svc_workers_start(struct ward_service *s)
 {
-	struct srv_pool *p = calloc(1, sizeof(*p));
+	struct svc_pool *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -1;
 	pthread_mutex_init(&p->mu, NULL);
@@ -112,7 +112,7 @@ int srv_workers_start(struct srv *s)
 	return 0;
 }
 
-static struct tenant_jobs *tenant_slot(struct srv_pool *p, const char *tenant, bool add)
+static struct tenant_jobs *tenant_slot(struct svc_pool *p, const char *tenant, bool add)
 {
 	struct tenant_jobs *free_slot = NULL;
 	for (size_t i = 0; i < ARRAY_SIZE(p->tenants); i++) {
@@ -127,9 +127,9 @@ static struct tenant_jobs *tenant_slot(struct srv_pool *p, const char *tenant, b
 	return add ? free_slot : NULL;
 }
 
-int srv_job_submit(struct srv *s, struct srv_job *j)
+int svc_job_submit(struct ward_service *s, struct svc_job *j)
 {
-	struct srv_pool *p = s->pool;
+	struct svc_pool *p = s->pool;
 	if (!p || p->stop || p->queued >= MAX_QUEUED)
 		return -EAGAIN;
 	struct tenant_jobs *t = tenant_slot(p, j->tenant, true);
@@ -148,25 +148,25 @@ int srv_job_submit(struct srv *s, struct srv_job *j)
 	return 0;
 }
 
-unsigned srv_job_limit(bool per_tenant)
+unsigned svc_job_limit(bool per_tenant)
 {
 	return per_tenant ? MAX_QUEUED_PER_TENANT : MAX_QUEUED;
 }
 
 /* Runs done() of every finished job, oldest first is not promised. */
-void srv_workers_dispatch(struct srv *s)
+void svc_workers_dispatch(struct ward_service *s)
 {
-	struct srv_pool *p = s->pool;
+	struct svc_pool *p = s->pool;
 	uint64_t n;
 	if (read(p->efd, &n, sizeof(n)) < 0) {
 		/* EAGAIN: another wake-up already took it */
 	}
 	pthread_mutex_lock(&p->mu);
-	struct srv_job *j = p->done;
+	struct svc_job *j = p->done;
 	p->done = NULL;
 	pthread_mutex_unlock(&p->mu);
 	while (j) {
-		struct srv_job *next = j->next;
+		struct svc_job *next = j->next;
 		struct tenant_jobs *t = tenant_slot(p, j->tenant, false);
 		if (t)
 			t->n--;
@@ -176,15 +176,15 @@ void srv_workers_dispatch(struct srv *s)
 	}
 }
 
-void srv_workers_stop(struct srv *s)
+void svc_workers_stop(struct ward_service *s)
 {
-	struct srv_pool *p = s->pool;
+	struct svc_pool *p = s->pool;
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->mu);
 	p->stop = true;
 	/* jobs no worker took: done() without run() (j->cancelled) */
-	struct srv_job *left = p->todo;
+	struct svc_job *left = p->todo;
 	p->todo = NULL;
 	p->todo_tail = &p->todo;
 	pthread_cond_broadcast(&p->cv);
@@ -192,7 +192,7 @@ void srv_workers_stop(struct srv *s)
 	for (int i = 0; i < p->n_th; i++)
 		pthread_join(p->th[i], NULL);
 	while (left) {
-		struct srv_job *next = left->next;
+		struct svc_job *next = left->next;
 		left->cancelled = true;
 		pthread_mutex_lock(&p->mu);
 		left->next = p->done;
@@ -201,7 +201,7 @@ void srv_workers_stop(struct srv *s)
 		left = next;
 	}
 	if (p->efd >= 0)
-		srv_workers_dispatch(s);
+		svc_workers_dispatch(s);
 	if (p->efd >= 0) {
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, p->efd, NULL);
 		close(p->efd);

@@ -1,4 +1,4 @@
-/* src/daemon/request.c — POST /v1/executions bodies: JSON in, a checked
+/* lib/service/request.c — an execution request's body: JSON in, a checked
  * request out.
  *
  * Everything a client sends is parsed and checked here, before any sandbox
@@ -13,14 +13,21 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "daemon.h"
+#include "internal.h"
 #include "workspace.h"
 
 enum { MAX_FILES = 256, MAX_ARGS = 4096 };
 
 void exec_request_release(struct exec_request *r)
 {
-	free(r->code);
+	for (size_t i = 0; i < r->n_cells; i++)
+		free(r->cells[i]);
+	free(r->cells);
+	free(r->call_source);
+	free(r->call_filename);
+	free(r->call_function);
+	json_decref(r->call_args);
+	free(r->artifacts_dir);
 	if (r->argv)
 		for (size_t i = 0; r->argv[i]; i++)
 			free(r->argv[i]);
@@ -34,59 +41,36 @@ void exec_request_release(struct exec_request *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static json_t *err_body(const char *code, const char *field, const char *msg)
+static int fail(struct ward_service_error *e, const char *field, const char *msg)
 {
-	json_t *b = json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", code, "message", msg,
-			      "field", field);
-	if (b)
-		return b;
-	/* a message quoting bytes that are not UTF-8 (jansson's parse errors
-	 * quote the input): said in ASCII, never dropped */
-	char ascii[512], fld[128];
-	size_t i = 0;
-	for (; msg && msg[i] && i < sizeof(ascii) - 1; i++)
-		ascii[i] = (unsigned char)msg[i] < 0x80 ? msg[i] : '?';
-	ascii[i] = '\0';
-	for (i = 0; field && field[i] && i < sizeof(fld) - 1; i++)
-		fld[i] = (unsigned char)field[i] < 0x80 ? field[i] : '?';
-	fld[i] = '\0';
-	return json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", code, "message", ascii, "field",
-			 field ? fld : NULL);
-}
-
-static int fail(unsigned *status, json_t **error, const char *field, const char *msg)
-{
-	*status = 400;
-	*error = err_body("invalid_request", field, msg);
-	return -1;
+	return ward_service_fail(e, 400, "invalid_request", field, "%s", msg);
 }
 
 /* "unknown field; known fields: language, code, ..." */
-static int unknown_field(const char *field, const char *const *known, size_t n, unsigned *st,
-			 json_t **e)
+static int unknown_field(const char *field, const char *const *known, size_t n, struct ward_service_error *e)
 {
 	char msg[512] = "unknown field; known fields: ";
 	for (size_t i = 0; i < n; i++) {
 		ward_strlcat(msg, known[i], sizeof(msg));
 		ward_strlcat(msg, i + 1 < n ? ", " : "", sizeof(msg));
 	}
-	return fail(st, e, field, msg);
+	return fail(e, field, msg);
 }
 
-static int parse_argv(struct exec_request *r, json_t *cmd, unsigned *st, json_t **e)
+static int parse_argv(struct exec_request *r, json_t *cmd, struct ward_service_error *e)
 {
 	size_t n = json_array_size(cmd);
 	if (!json_is_array(cmd) || n == 0 || n > MAX_ARGS)
-		return fail(st, e, "command", "expected a non-empty array of strings");
+		return fail(e, "command", "expected a non-empty array of strings");
 	r->argv = calloc(n + 1, sizeof(char *));
 	if (!r->argv)
-		return fail(st, e, "command", "out of memory");
+		return fail(e, "command", "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		json_t *a = json_array_get(cmd, i);
 		if (!json_is_string(a) || strlen(json_string_value(a)) != json_string_length(a))
-			return fail(st, e, "command", "expected strings without NUL bytes");
+			return fail(e, "command", "expected strings without NUL bytes");
 		if (!(r->argv[i] = strdup(json_string_value(a))))
-			return fail(st, e, "command", "out of memory");
+			return fail(e, "command", "out of memory");
 	}
 	return 0;
 }
@@ -96,7 +80,7 @@ bool srv_path_ok(const char *p)
 	return ward_workspace_path_ok(p); /* the library's rule, the only one */
 }
 
-static int parse_file(struct ward_file *f, json_t *o, size_t i, unsigned *st, json_t **e)
+static int parse_file(struct ward_file *f, json_t *o, size_t i, struct ward_service_error *e)
 {
 	char field[64];
 	snprintf(field, sizeof(field), "files.%zu", i);
@@ -109,27 +93,27 @@ static int parse_file(struct ward_file *f, json_t *o, size_t i, unsigned *st, js
 	json_object_foreach(o, key, v)
 		if (strcmp(key, "path") && strcmp(key, "content") && strcmp(key, "encoding")) {
 			snprintf(field, sizeof(field), "files.%zu.%.32s", i, key);
-			return unknown_field(field, known, ARRAY_SIZE(known), st, e);
+			return unknown_field(field, known, ARRAY_SIZE(known), e);
 		}
 	if (!json_object_get(o, "path"))
-		return fail(st, e, field, "path: required");
+		return fail(e, field, "path: required");
 	if (!path || !srv_path_ok(path))
-		return fail(st, e, field, "path: expected a relative path inside /workspace, without '..'");
+		return fail(e, field, "path: expected a relative path inside /workspace, without '..'");
 	if (!content)
-		return fail(st, e, field, "content: required");
+		return fail(e, field, "content: required");
 	if (!json_is_string(content))
-		return fail(st, e, field, "content: expected a string");
+		return fail(e, field, "content: expected a string");
 	if (enc && strcmp(enc, "utf-8") && strcmp(enc, "base64"))
-		return fail(st, e, field, "encoding: expected \"utf-8\" or \"base64\"");
+		return fail(e, field, "encoding: expected \"utf-8\" or \"base64\"");
 	size_t n = json_string_length(content), len = n;
 	char *data = malloc(n + 1);
 	if (!data)
-		return fail(st, e, field, "out of memory");
+		return fail(e, field, "out of memory");
 	if (enc && strcmp(enc, "base64") == 0) {
 		if (sodium_base642bin((unsigned char *)data, n + 1, json_string_value(content), n,
 				      "\n\r ", &len, NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
 			free(data);
-			return fail(st, e, field, "content: invalid base64");
+			return fail(e, field, "content: invalid base64");
 		}
 	} else {
 		memcpy(data, json_string_value(content), n);
@@ -138,28 +122,28 @@ static int parse_file(struct ward_file *f, json_t *o, size_t i, unsigned *st, js
 	f->len = len;
 	f->mode = 0644;
 	if (!(f->path = strdup(path)))
-		return fail(st, e, field, "out of memory");
+		return fail(e, field, "out of memory");
 	return 0;
 }
 
-static int parse_files(struct exec_request *r, json_t *files, unsigned *st, json_t **e)
+static int parse_files(struct exec_request *r, json_t *files, struct ward_service_error *e)
 {
 	size_t n = json_array_size(files);
 	if (!json_is_array(files) || n > MAX_FILES)
-		return fail(st, e, "files", "expected an array of at most 256 {path, content, encoding}");
+		return fail(e, "files", "expected an array of at most 256 {path, content, encoding}");
 	if (!n)
 		return 0;
 	r->files = calloc(n, sizeof(*r->files));
 	if (!r->files)
-		return fail(st, e, "files", "out of memory");
+		return fail(e, "files", "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		json_t *o = json_array_get(files, i);
 		if (!json_is_object(o)) {
 			char field[32];
 			snprintf(field, sizeof(field), "files.%zu", i);
-			return fail(st, e, field, "expected an object {path, content, encoding}");
+			return fail(e, field, "expected an object {path, content, encoding}");
 		}
-		if (parse_file(&r->files[r->n_files], o, i, st, e) < 0) {
+		if (parse_file(&r->files[r->n_files], o, i, e) < 0) {
 			r->n_files++; /* its path and data are released with the rest */
 			return -1;
 		}
@@ -170,67 +154,61 @@ static int parse_files(struct exec_request *r, json_t *files, unsigned *st, json
 
 /* The library names the field it refused in err->field ("limits.memory");
  * in a request body it sits under "policy". */
-static int policy_fail(const struct ward_error *err, unsigned *st, json_t **e)
+static int policy_fail(const struct ward_error *err, struct ward_service_error *e)
 {
 	char field[WARD_ERROR_FIELD_MAX + 8] = "policy";
 	if (err->field[0])
 		snprintf(field, sizeof(field), "policy.%s", err->field);
 	if (!err->hint[0])
-		return fail(st, e, field, err->message);
+		return fail(e, field, err->message);
 	char msg[WARD_ERROR_MSG_MAX + WARD_ERROR_HINT_MAX + 8];
 	snprintf(msg, sizeof(msg), "%s; %s", err->message, err->hint);
-	return fail(st, e, field, msg);
+	return fail(e, field, msg);
 }
 
-json_t *srv_error_body(const char *code, const char *field, const char *msg)
-{
-	return err_body(code, field, msg);
-}
-
-int srv_parse_policy(struct srv *s, struct ward_policy *p, json_t *pol, unsigned *st, json_t **e)
+int svc_parse_policy(struct ward_service *s, struct ward_policy *p, json_t *pol, struct ward_service_error *e)
 {
 	struct ward_error err;
 	ward_error_clear(&err);
 	if (ward_policy_copy(p, &s->policy, &err) < 0)
-		return fail(st, e, "policy", "out of memory");
+		return fail(e, "policy", "out of memory");
 	if (pol) {
 		if (!json_is_object(pol))
-			return fail(st, e, "policy", "expected an object");
+			return fail(e, "policy", "expected an object");
 		/* host paths and weaker isolation are the operator's choice only */
 		const char *forbidden[] = { "mounts", "allow_degraded", "image" };
 		for (size_t i = 0; i < ARRAY_SIZE(forbidden); i++)
 			if (json_object_get(pol, forbidden[i])) {
 				char field[64];
 				snprintf(field, sizeof(field), "policy.%s", forbidden[i]);
-				return fail(st, e, field, "may not be set through the API");
+				return fail(e, field, "may not be set through the API");
 			}
 		char *txt = json_dumps(pol, JSON_COMPACT);
 		int rc = txt ? ward_policy_load_json(p, txt, strlen(txt), "policy", &err) : -ENOMEM;
 		free(txt);
 		if (rc < 0)
-			return policy_fail(&err, st, e);
+			return policy_fail(&err, e);
 	}
 	/* every field, by the policy library's own table: an override may
 	 * only tighten what the operator set */
 	if (ward_policy_validate(p, &err) < 0 || ward_policy_check_tighter(&s->policy, p, &err) < 0)
-		return policy_fail(&err, st, e);
+		return policy_fail(&err, e);
 	return 0;
 }
 
-static int parse_timeout(struct srv *s, struct exec_request *r, json_t *t, unsigned *st,
-			 json_t **e)
+static int parse_timeout(struct ward_service *s, struct exec_request *r, json_t *t, struct ward_service_error *e)
 {
-	if (t && srv_parse_seconds(t, s->policy.timeout_ms, &r->policy.timeout_ms) < 0) {
+	if (t && svc_parse_seconds(t, s->policy.timeout_ms, &r->policy.timeout_ms) < 0) {
 		char lim[32], msg[128];
 		snprintf(msg, sizeof(msg), "expected seconds, above 0 and at most %s (the daemon's limit)",
 			 ward_format_duration_ms(s->policy.timeout_ms, lim, sizeof(lim)));
-		return fail(st, e, "timeout", msg);
+		return fail(e, "timeout", msg);
 	}
 	return 0;
 }
 
-json_t *srv_parse_object(const char *body, size_t len, const char *const *known, size_t n_known,
-			 unsigned *st, json_t **e)
+json_t *svc_parse_object(const char *body, size_t len, const char *const *known, size_t n_known,
+			 struct ward_service_error *e)
 {
 	json_error_t je;
 	json_t *root = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
@@ -241,14 +219,13 @@ json_t *srv_parse_object(const char *body, size_t len, const char *const *known,
 		bool nul = jc == json_error_null_character || jc == json_error_null_byte_in_key;
 		snprintf(msg, sizeof(msg), "invalid JSON at line %d, column %d: %s", je.line,
 			 je.column, nul ? "strings must not contain \\u0000" : je.text);
-		*st = 400;
-		*e = err_body("invalid_json", NULL, msg);
+		ward_service_fail(e, 400, "invalid_json", NULL, "%s", msg);
 		return NULL;
 	}
 	const char *key;
 	json_t *v;
 	if (!json_is_object(root)) {
-		fail(st, e, NULL, "expected a JSON object");
+		fail(e, NULL, "expected a JSON object");
 		json_decref(root);
 		return NULL;
 	}
@@ -259,7 +236,7 @@ json_t *srv_parse_object(const char *body, size_t len, const char *const *known,
 		if (!ok) {
 			char field[64];
 			snprintf(field, sizeof(field), "%.60s", key);
-			unknown_field(field, known, n_known, st, e);
+			unknown_field(field, known, n_known, e);
 			json_decref(root);
 			return NULL;
 		}
@@ -267,7 +244,7 @@ json_t *srv_parse_object(const char *body, size_t len, const char *const *known,
 	return root;
 }
 
-int srv_parse_seconds(json_t *v, uint64_t max_ms, uint64_t *out)
+int svc_parse_seconds(json_t *v, uint64_t max_ms, uint64_t *out)
 {
 	double sec = json_number_value(v);
 	if (!json_is_number(v) || !(sec > 0) || sec * 1000 > (double)max_ms)
@@ -276,52 +253,79 @@ int srv_parse_seconds(json_t *v, uint64_t max_ms, uint64_t *out)
 	return 0;
 }
 
-static int parse_body(struct srv *s, json_t *root, struct exec_request *r, unsigned *st,
-		      json_t **e)
+static int parse_body(struct ward_service *s, json_t *root, struct exec_request *r, struct ward_service_error *e)
 {
 	json_t *lang = json_object_get(root, "language"), *code = json_object_get(root, "code");
 	json_t *cmd = json_object_get(root, "command");
 	r->lang = -1;
 	if (cmd && (lang || code))
-		return fail(st, e, "command", "give either command, or language and code");
+		return fail(e, "command", "give either command, or language and code");
 	if (cmd) {
-		if (parse_argv(r, cmd, st, e) < 0)
+		if (parse_argv(r, cmd, e) < 0)
 			return -1;
 	} else {
 		if (!lang && !code)
-			return fail(st, e, "language", "required: give language and code, or command");
+			return fail(e, "language", "required: give language and code, or command");
 		if (!lang)
-			return fail(st, e, "language", "required with code: \"python\", \"node\" or \"bash\"");
+			return fail(e, "language", "required with code: \"python\", \"node\" or \"bash\"");
 		if (!json_is_string(lang) || ward_lang_from_name(json_string_value(lang)) < 0)
-			return fail(st, e, "language", "expected \"python\", \"node\" or \"bash\"");
+			return fail(e, "language", "expected \"python\", \"node\" or \"bash\"");
 		if (!code)
-			return fail(st, e, "code", "required with language");
+			return fail(e, "code", "required with language");
 		if (!json_is_string(code) || strlen(json_string_value(code)) != json_string_length(code))
-			return fail(st, e, "code", "expected a string without NUL characters");
+			return fail(e, "code", "expected a string without NUL characters");
 		r->lang = ward_lang_from_name(json_string_value(lang));
-		if (!(r->code = strdup(json_string_value(code))))
-			return fail(st, e, "code", "out of memory");
+		if (!(r->cells = calloc(1, sizeof(*r->cells))) ||
+		    !(r->cells[0] = strdup(json_string_value(code))))
+			return fail(e, "code", "out of memory");
+		r->n_cells = 1;
 	}
 	json_t *files = json_object_get(root, "files");
-	if (files && parse_files(r, files, st, e) < 0)
+	if (files && parse_files(r, files, e) < 0)
 		return -1;
-	if (srv_parse_policy(s, &r->policy, json_object_get(root, "policy"), st, e) < 0)
+	if (svc_parse_policy(s, &r->policy, json_object_get(root, "policy"), e) < 0)
 		return -1;
-	return parse_timeout(s, r, json_object_get(root, "timeout"), st, e);
+	return parse_timeout(s, r, json_object_get(root, "timeout"), e);
 }
 
-int exec_request_parse(struct srv *s, const char *body, size_t len, struct exec_request *r,
-		       unsigned *status, json_t **error)
+int exec_request_parse(struct ward_service *s, const char *body, size_t len,
+		       struct exec_request *r, struct ward_service_error *e)
 {
 	static const char *const known[] = { "language", "code", "command", "files", "policy",
 					     "timeout" };
 	memset(r, 0, sizeof(*r));
-	json_t *root = srv_parse_object(body, len, known, ARRAY_SIZE(known), status, error);
+	json_t *root = svc_parse_object(body, len, known, ARRAY_SIZE(known), e);
 	if (!root)
 		return -1;
-	int rc = parse_body(s, root, r, status, error);
+	int rc = parse_body(s, root, r, e);
 	json_decref(root);
 	if (rc < 0)
 		exec_request_release(r);
 	return rc;
+}
+
+int exec_request_from_spec(struct exec_request *r, struct ward_exec_spec *spec)
+{
+	memset(r, 0, sizeof(*r));
+	r->policy = spec->policy;
+	r->lang = spec->lang;
+	r->cells = spec->cells;
+	r->n_cells = spec->n_cells;
+	r->keep_going = spec->keep_going;
+	r->call_source = spec->call_source;
+	r->call_filename = spec->call_filename;
+	r->call_function = spec->call_function;
+	r->call_args = spec->call_args;
+	r->files = spec->files;
+	r->n_files = spec->n_files;
+	r->events = spec->events;
+	r->anonymous = true;
+	r->artifacts_dir = spec->artifacts_dir ? strdup(spec->artifacts_dir) : NULL;
+	bool nomem = spec->artifacts_dir && !r->artifacts_dir;
+	memset(spec, 0, sizeof(*spec)); /* taken over */
+	if (r->call_function && !r->call_args && !(r->call_args = json_object()))
+		nomem = true;
+	if (nomem)
+		return -ENOMEM;
+	return r->lang < 0 || (!r->n_cells && !r->call_function) ? -EINVAL : 0;
 }
