@@ -1,9 +1,9 @@
 /* lib/base/json-stream.c — a JSON tree serialized as it is read
  * (json-stream.h). The output is jansson's JSON_COMPACT form: objects in
- * their insertion order (jansson's own order since 2.8), scalars other
- * than strings written by jansson itself, strings escaped as jansson's
- * dump_string does without JSON_ENSURE_ASCII and JSON_ESCAPE_SLASH ('"',
- * '\\', and every control character, as \b \f \n \r \t or \u00XX).
+ * their insertion order (jansson's own order since 2.8), scalars written by
+ * jansson itself, and strings escaped by jansson a bounded piece at a time;
+ * this file only walks the tree and writes the brackets, commas and colons
+ * between what jansson encodes.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -105,31 +105,39 @@ static int begin_value(struct ward_json_reader *r, json_t *v)
 	return 0;
 }
 
-/* Escapes what fits of the current string. */
-static void escape(struct ward_json_reader *r)
+/* Escapes what fits of the current string. jansson escapes it, a piece at
+ * a time: each piece ends on a UTF-8 character boundary and jansson
+ * escapes character by character, so the pieces together are exactly the
+ * whole string's escaped form; no escaping is written here. */
+static int escape(struct ward_json_reader *r)
 {
-	while (r->s_off < r->s_len && r->len + SLACK <= STAGE) {
-		unsigned char c = (unsigned char)r->s[r->s_off++];
-		if (c >= 0x20 && c != '"' && c != '\\') {
-			r->buf[r->len++] = (char)c;
-			continue;
-		}
-		char seq[8];
-		const char *e = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\b' ? "\\b"
-			      : c == '\f' ? "\\f" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
-			      : c == '\t' ? "\\t" : NULL;
-		if (!e) {
-			snprintf(seq, sizeof(seq), "\\u%04X", c);
-			e = seq;
-		}
-		put(r, e, strlen(e));
+	while (r->s_off < r->s_len) {
+		/* an escaped byte takes at most 6 bytes, plus the quotes jansson
+		 * puts around a piece */
+		size_t room = STAGE - r->len - SLACK;
+		if (room < 6 * 16 + 2)
+			return 0; /* full: go on at the next fill */
+		size_t n = (room - 2) / 6;
+		if (n > r->s_len - r->s_off)
+			n = r->s_len - r->s_off;
+		else
+			while (n > 1 && ((unsigned char)r->s[r->s_off + n] & 0xc0) == 0x80)
+				n--; /* never split a character */
+		json_t *piece = json_stringn_nocheck(r->s + r->s_off, n);
+		size_t w = piece ? json_dumpb(piece, r->buf + r->len, room, JSON_ENCODE_ANY) : 0;
+		json_decref(piece);
+		if (w < 2 || w > room)
+			return -ENOMEM;
+		/* drop jansson's quotes around the piece */
+		memmove(r->buf + r->len, r->buf + r->len + 1, w - 2);
+		r->len += w - 2;
+		r->s_off += n;
 	}
-	if (r->s_off < r->s_len)
-		return;
 	put(r, "\"", 1);
 	r->in_string = false;
 	if (r->is_key) /* the member's value follows */
 		put(r, ":", 1);
+	return 0;
 }
 
 /* One step outside a string: a key's value, the next member or element,
@@ -176,7 +184,9 @@ static int fill(struct ward_json_reader *r)
 	r->len = r->off = 0;
 	while (!r->done && r->len + 64 + SLACK <= STAGE) {
 		if (r->in_string) {
-			escape(r);
+			int rc = escape(r);
+			if (rc < 0)
+				return rc;
 			if (r->in_string)
 				break; /* full */
 			continue;
