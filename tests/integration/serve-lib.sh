@@ -1,7 +1,13 @@
 # tests/integration/serve-lib.sh — what the `ward serve` tests share: the
-# SERVE prerequisite, a daemon of the test's own, and a curl client.
-# Sourced after lib.sh; the test sets D (its directory), SOCK, KEYS and
-# AUDIT first.
+# SERVE prerequisite, a daemon of the test's own, a curl client and a JSON
+# field reader. Sourced after lib.sh; it sets D (the test's directory for
+# the daemon), SOCK, KEYS and AUDIT, which the test may use from then on.
+
+D=$TEST_TMP/srv
+mkdir -p "$D"
+SOCK=$D/run/ward.sock
+KEYS=$D/keys
+AUDIT=$D/audit.log
 
 help=$("$WARD" serve --help 2>&1)
 case $help in
@@ -41,3 +47,8 @@ api() {
 }
 body() { sed '$d' <<<"$1"; }
 code() { tail -n1 <<<"$1"; }
+# jget JSON EXPR: EXPR, a python expression on the parsed JSON d, printed
+# (objects, lists, booleans and null as JSON, anything else as it is)
+jget() { python3 -c "import json, sys; d = json.load(sys.stdin); v = $2; print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)" <<<"$1"; }
+# field ANSWER EXPR: jget on the body of an api answer
+field() { jget "$(body "$1")" "$2"; }

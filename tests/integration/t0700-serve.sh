@@ -4,15 +4,10 @@
 # slow clients, metrics, audit, SIGTERM shutdown.
 . "$(dirname "$0")/../lib.sh"
 
-D=$TEST_TMP/srv
-mkdir -p "$D"
-SOCK=$D/run/ward.sock
-KEYS=$D/keys
-AUDIT=$D/audit.log
+. "$(dirname "$0")/serve-lib.sh"
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 marker=$((RANDOM * 1000 + $$ % 1000 + 7000000))
 
-. "$(dirname "$0")/serve-lib.sh"
 AUTH=()
 
 if [ -z "${prereq_missing[SERVE]:-}" ]; then

@@ -8,17 +8,9 @@
 /usr/bin/python3 -m pip --version > /dev/null 2>&1 || test_set_prereq_missing PIP "python3-pip is not installed"
 command -v npm > /dev/null 2>&1 || test_set_prereq_missing NPM "npm is not installed"
 
-D=$TEST_TMP/srv
-mkdir -p "$D"
-SOCK=$D/run/ward.sock
-KEYS=$D/keys
-AUDIT=$D/audit.log
+. "$(dirname "$0")/serve-lib.sh"
 CONF=$D/serve.json
 marker=$((RANDOM * 1000 + $$ % 1000 + 8000000))
-
-. "$(dirname "$0")/serve-lib.sh"
-# jq-like: field of the body, by a python expression on d
-field() { body "$1" | python3 -c "import json, sys; d = json.load(sys.stdin); v = $2; print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)"; }
 
 A=() B=() NOFILES=() SMALL=() TINY=()
 if [ -z "${prereq_missing[SERVE]:-}" ]; then

@@ -8,15 +8,8 @@
 # directory deeper than any fixed recursion.
 . "$(dirname "$0")/../lib.sh"
 
-D=$TEST_TMP/srv
-mkdir -p "$D"
-SOCK=$D/run/ward.sock
-KEYS=$D/keys
-AUDIT=$D/audit.log
-CONF=$D/serve.json
-
 . "$(dirname "$0")/serve-lib.sh"
-field() { body "$1" | python3 -c "import json, sys; d = json.load(sys.stdin); v = $2; print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)"; }
+CONF=$D/serve.json
 
 # What "keeps answering" means: every /healthz during the attack within
 # HEALTH_MS, another tenant's one-shot within EXEC_MS.

@@ -5,16 +5,9 @@
 # it runs (serve-attack.py measures both), then what the bound does.
 . "$(dirname "$0")/../lib.sh"
 
-D=$TEST_TMP/srv
-mkdir -p "$D"
-SOCK=$D/run/ward.sock
-KEYS=$D/keys
-AUDIT=$D/audit.log
+. "$(dirname "$0")/serve-lib.sh"
 ATTACK=$SRCDIR/tests/integration/serve-attack.py
 
-. "$(dirname "$0")/serve-lib.sh"
-# a field of a JSON object, by a python expression on d
-jget() { python3 -c "import json, sys; d = json.loads(sys.argv[1]); v = $2; print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)" "$1"; }
 attack() { python3 "$ATTACK" "$SOCK" "$(cat "$D/pid")" "$@"; }
 # Under AddressSanitizer the daemon's freed memory waits in a quarantine
 # (256 MiB by default) and every allocation has a redzone and shadow: keep
@@ -135,11 +128,11 @@ assert len(d[\"stdout\"]) > 5 << 20 and set(d[\"stdout\"]) == {chr(1)}
 
 test_expect_success SERVE 'the audit records no exit code and the signal for a run ward stopped' '
 	r=$(api POST /v1/executions "${A[@]}" -d "{\"command\": [\"sleep\", \"30\"], \"policy\": {\"limits\": {\"timeout\": \"1s\"}}}") &&
-	expect_eq "$(jget "$(body "$r")" "d[\"status\"]")" timeout &&
-	id=$(jget "$(body "$r")" "d[\"execution_id\"]") &&
+	expect_eq "$(field "$r" "d[\"status\"]")" timeout &&
+	id=$(field "$r" "d[\"execution_id\"]") &&
 	line=$(grep "\"execution_id\":\"$id\"" "$AUDIT" | grep execution.verdict) &&
 	expect_eq "$(jget "$line" "d[\"exit_code\"]")" null &&
-	expect_eq "$(jget "$line" "d[\"signal\"]")" "$(jget "$(body "$r")" "d[\"signal\"]")" &&
+	expect_eq "$(jget "$line" "d[\"signal\"]")" "$(field "$r" "d[\"signal\"]")" &&
 	expect_eq "$(jget "$line" "d[\"signal\"] is not None")" true
 '
 

@@ -7,19 +7,12 @@
 # Requests keep refusing NUL (code, commands, environment).
 . "$(dirname "$0")/../lib.sh"
 
-D=$TEST_TMP/srv
-mkdir -p "$D"
-SOCK=$D/run/ward.sock
-KEYS=$D/keys
-AUDIT=$D/audit.log
+. "$(dirname "$0")/serve-lib.sh"
 marker=$((RANDOM * 1000 + $$ % 1000 + 7000000))
 
-. "$(dirname "$0")/serve-lib.sh"
-# py EXPR: EXPR (python, on the body d) printed; the body is in $r
-py() { body "$r" | python3 -c "import json, sys; d = json.load(sys.stdin); v = $1; print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)"; }
 # the body says "a<NUL>b\n" on stdout, and in JSON as \u0000
 nul_stdout() {
-	expect_eq "$(py 'd["stdout"] == "a\x00b\n"')" true &&
+	expect_eq "$(field "$r" 'd["stdout"] == "a\x00b\n"')" true &&
 	expect_contains "$(body "$r")" '"stdout":"a\u0000b\n"'
 }
 
@@ -33,12 +26,12 @@ GARBAGE='import gc, os\nfrom _ward_kernel.streams import Channel\nos.write([o fo
 
 test_expect_success SERVE 'one-shot: python, bash and node output with a NUL byte is U+0000' '
 	r=$(api POST /v1/executions "${A[@]}" -d "{\"language\": \"python\", \"code\": \"print(\\\"a\\\\0b\\\")\"}") &&
-	expect_eq "$(code "$r")" 200 && expect_eq "$(py "d[\"status\"]")" ok && nul_stdout &&
+	expect_eq "$(code "$r")" 200 && expect_eq "$(field "$r" "d[\"status\"]")" ok && nul_stdout &&
 	r=$(api POST /v1/executions "${A[@]}" -d "{\"language\": \"bash\", \"code\": \"printf \\\"a\\\\\\\\0b\\\\\\\\n\\\"\"}") &&
-	expect_eq "$(py "d[\"status\"]")" ok && nul_stdout &&
+	expect_eq "$(field "$r" "d[\"status\"]")" ok && nul_stdout &&
 	if [ -z "${prereq_missing[NODE]:-}" ]; then
 		r=$(api POST /v1/executions "${A[@]}" -d "{\"language\": \"node\", \"code\": \"console.log(\\\"a\\\\0b\\\")\"}") &&
-		expect_eq "$(py "d[\"status\"]")" ok && nul_stdout
+		expect_eq "$(field "$r" "d[\"status\"]")" ok && nul_stdout
 	fi
 '
 test_expect_success SERVE 'one-shot: a stream event with a NUL byte is U+0000 too' '
@@ -48,33 +41,33 @@ test_expect_success SERVE 'one-shot: a stream event with a NUL byte is U+0000 to
 '
 test_expect_success SERVE 'one-shot: a non-message line on the protocol channel is KernelProtocolError' '
 	r=$(api POST /v1/executions "${A[@]}" -d "{\"language\": \"python\", \"code\": \"$GARBAGE\"}") &&
-	expect_eq "$(code "$r")" 200 && expect_eq "$(py "d[\"status\"]")" error &&
-	expect_eq "$(py "d[\"error\"][\"name\"]")" KernelProtocolError &&
-	expect_eq "$(py "d[\"stdout\"]")" after && ! expect_contains "$(body "$r")" garbage > /dev/null
+	expect_eq "$(code "$r")" 200 && expect_eq "$(field "$r" "d[\"status\"]")" error &&
+	expect_eq "$(field "$r" "d[\"error\"][\"name\"]")" KernelProtocolError &&
+	expect_eq "$(field "$r" "d[\"stdout\"]")" after && ! expect_contains "$(body "$r")" garbage > /dev/null
 '
 
 S=
 if [ -z "${prereq_missing[SERVE]:-}" ]; then
 	r=$(api POST /v1/sessions "${A[@]}" -d "{}")
-	[ "$(code "$r")" = 201 ] && S=$(py 'd["id"]')
+	[ "$(code "$r")" = 201 ] && S=$(field "$r" 'd["id"]')
 fi
 test_expect_success SERVE 'session: execute in python and bash, output with a NUL byte is U+0000' '
 	r=$(api POST "/v1/sessions/$S/execute" "${A[@]}" -d "{\"code\": \"print(\\\"a\\\\0b\\\")\"}") &&
-	expect_eq "$(code "$r")" 200 && expect_eq "$(py "d[\"status\"]")" ok && nul_stdout &&
+	expect_eq "$(code "$r")" 200 && expect_eq "$(field "$r" "d[\"status\"]")" ok && nul_stdout &&
 	r=$(api POST "/v1/sessions/$S/execute" "${A[@]}" -d "{\"language\": \"bash\", \"code\": \"printf \\\"a\\\\\\\\0b\\\\\\\\n\\\"\"}") &&
-	expect_eq "$(py "d[\"status\"]")" ok && nul_stdout
+	expect_eq "$(field "$r" "d[\"status\"]")" ok && nul_stdout
 '
 test_expect_success SERVE 'session: a command whose output holds a NUL byte' '
 	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" -d "{\"cmd\": \"printf \\\"a\\\\\\\\0b\\\\\\\\n\\\"\"}") &&
-	expect_eq "$(code "$r")" 200 && expect_eq "$(py "d[\"status\"]")" ok && nul_stdout
+	expect_eq "$(code "$r")" 200 && expect_eq "$(field "$r" "d[\"status\"]")" ok && nul_stdout
 '
 test_expect_success SERVE 'session: a background command that printed a NUL byte has a readable status' '
 	r=$(api POST "/v1/sessions/$S/commands" "${A[@]}" \
 		-d "{\"cmd\": \"printf \\\"a\\\\\\\\0b\\\\\\\\n\\\"; exec sleep $marker\", \"background\": true}") &&
-	expect_eq "$(code "$r")" 202 && C=$(py "d[\"command_id\"]") &&
+	expect_eq "$(code "$r")" 202 && C=$(field "$r" "d[\"command_id\"]") &&
 	wait_for "the command to print" "pgrep -f \"^sleep $marker\" > /dev/null" &&
 	r=$(api GET "/v1/sessions/$S/commands/$C" "${A[@]}") &&
-	expect_eq "$(code "$r")" 200 && expect_eq "$(py "d[\"state\"]")" running && nul_stdout &&
+	expect_eq "$(code "$r")" 200 && expect_eq "$(field "$r" "d[\"state\"]")" running && nul_stdout &&
 	r=$(api DELETE "/v1/sessions/$S/commands/$C" "${A[@]}") && expect_eq "$(code "$r")" 200 &&
 	wait_for "the command to be killed" "! pgrep -f \"^sleep $marker\" > /dev/null" &&
 	r=$(api GET "/v1/sessions/$S/commands/$C" "${A[@]}") &&
@@ -82,10 +75,10 @@ test_expect_success SERVE 'session: a background command that printed a NUL byte
 '
 test_expect_success SERVE 'session: a non-message line from a kernel is KernelProtocolError, not stdout' '
 	r=$(api POST "/v1/sessions/$S/execute" "${A[@]}" -d "{\"code\": \"$GARBAGE\", \"context\": \"raw\"}") &&
-	expect_eq "$(code "$r")" 200 && expect_eq "$(py "d[\"status\"]")" error &&
-	expect_eq "$(py "d[\"error\"][\"name\"]")" KernelProtocolError &&
-	expect_contains "$(py "d[\"error\"][\"value\"]")" "python kernel sent a line that is not a protocol message" &&
-	expect_eq "$(py "d[\"stdout\"]")" after && ! expect_contains "$(body "$r")" garbage > /dev/null
+	expect_eq "$(code "$r")" 200 && expect_eq "$(field "$r" "d[\"status\"]")" error &&
+	expect_eq "$(field "$r" "d[\"error\"][\"name\"]")" KernelProtocolError &&
+	expect_contains "$(field "$r" "d[\"error\"][\"value\"]")" "python kernel sent a line that is not a protocol message" &&
+	expect_eq "$(field "$r" "d[\"stdout\"]")" after && ! expect_contains "$(body "$r")" garbage > /dev/null
 '
 test_expect_success SERVE 'requests keep refusing NUL: code, a command, its environment' '
 	for req in "/v1/executions {\"language\": \"python\", \"code\": \"print(1)\\u0000\"}" \
@@ -94,7 +87,7 @@ test_expect_success SERVE 'requests keep refusing NUL: code, a command, its envi
 		   "/v1/sessions/$S/commands {\"cmd\": [\"env\"], \"env\": {\"X\": \"a\\u0000b\"}}"; do
 		r=$(api POST "${req%% *}" "${A[@]}" -d "${req#* }") &&
 		expect_eq "$(code "$r")" 400 &&
-		expect_contains "$(py "d[\"error\"][\"message\"]")" "must not contain \\u0000" || exit 1
+		expect_contains "$(field "$r" "d[\"error\"][\"message\"]")" "must not contain \\u0000" || exit 1
 	done
 '
 test_done

@@ -4,15 +4,9 @@
 # directory, and the default lies outside world-writable directories.
 . "$(dirname "$0")/../lib.sh"
 
-D=$TEST_TMP/srv
-mkdir -p "$D"
-SOCK=$D/run/ward.sock
-KEYS=$D/keys
-AUDIT=$D/audit.log
+. "$(dirname "$0")/serve-lib.sh"
 STATE=$D/run/state
 marker=$((RANDOM * 1000 + $$ % 1000 + 7000000))
-
-. "$(dirname "$0")/serve-lib.sh"
 
 # the operator's policy, which requests and sessions may only tighten (as
 # root, cgroups are there to be required)

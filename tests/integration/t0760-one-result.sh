@@ -5,12 +5,6 @@
 # nature and are left out of the comparison; everything else must match.
 . "$(dirname "$0")/../lib.sh"
 
-D=$TEST_TMP/srv
-mkdir -p "$D"
-SOCK=$D/run/ward.sock
-KEYS=$D/keys
-AUDIT=$D/audit.log
-
 . "$(dirname "$0")/serve-lib.sh"
 AUTH=()
 

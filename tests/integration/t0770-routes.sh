@@ -7,13 +7,8 @@
 # line carries its row's action.
 . "$(dirname "$0")/../lib.sh"
 
-D=$TEST_TMP/srv
-mkdir -p "$D"
-SOCK=$D/run/ward.sock
-KEYS=$D/keys
-AUDIT=$D/audit.log
-
 . "$(dirname "$0")/serve-lib.sh"
+
 command -v python3 >/dev/null || test_set_prereq_missing SERVE "python3 is not installed"
 A=()
 

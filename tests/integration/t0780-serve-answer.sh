@@ -6,13 +6,8 @@
 # less than that, answered whole or streamed as NDJSON (the verdict line).
 . "$(dirname "$0")/../lib.sh"
 
-D=$TEST_TMP/srv
-mkdir -p "$D"
-SOCK=$D/run/ward.sock
-KEYS=$D/keys
-AUDIT=$D/audit.log
-
 . "$(dirname "$0")/serve-lib.sh"
+
 command -v python3 >/dev/null || test_set_prereq_missing SERVE "python3 is not installed"
 "$WARD" exec --lang python -c "1" > /dev/null 2>&1 ||
 	test_set_prereq_missing SERVE "ward exec --lang python does not run here"
