@@ -44,7 +44,7 @@ int ward_mkdirs_beneath(int dir, const char *rel, const char **leaf);
 /* A workspace name as JSON (a new reference, NULL on ENOMEM): itself, or,
  * when it is not UTF-8, with every byte above 0x7f and every backslash
  * written \xNN and *escaped set (docs/api.md, "path_escaped"). In
- * lib/artifacts.c; the artifact lists use it. */
+ * lib/artifacts.c; the artifact lists and the file listings use it. */
 struct json_t;
 struct json_t *ward_workspace_name_json(const char *rel, bool *escaped);
 

@@ -189,25 +189,6 @@ static const char *type_of(mode_t m)
 	return S_ISREG(m) ? "file" : S_ISDIR(m) ? "directory" : S_ISLNK(m) ? "symlink" : "other";
 }
 
-/* A name as JSON: itself, or, when it is not UTF-8, every byte above 0x7f
- * and every backslash as \xNN (with escaped set). */
-static json_t *name_json(const char *rel, bool *escaped)
-{
-	json_t *j = json_string(rel);
-	if (j)
-		return j;
-	char out[4 * 4096 + 1];
-	size_t o = 0;
-	for (const unsigned char *p = (const unsigned char *)rel; *p && o + 5 < sizeof(out); p++)
-		if (*p >= 0x80 || *p == '\\')
-			o += (size_t)snprintf(out + o, sizeof(out) - o, "\\x%02x", *p);
-		else
-			out[o++] = (char)*p;
-	out[o] = '\0';
-	*escaped = true;
-	return json_string(out);
-}
-
 struct lister {
 	json_t *entries;
 	unsigned n;
@@ -217,7 +198,7 @@ struct lister {
 static void list_entry(struct lister *l, const char *rel, const struct stat *st)
 {
 	bool escaped = false;
-	json_t *name = name_json(rel, &escaped);
+	json_t *name = ward_workspace_name_json(rel, &escaped);
 	char mode[8];
 	snprintf(mode, sizeof(mode), "%04o", (unsigned)(st->st_mode & 07777));
 	json_t *e = json_pack("{s:o, s:s, s:I, s:s, s:f}", "path", name, "type",
