@@ -136,6 +136,16 @@ static int http_dispatch(struct req *rq);
 
 /* --- answers --- */
 
+/* Queues r (its headers set) as the answer with status, noted for the
+ * audit line, and drops this reference to it. */
+static int queue_response(struct req *rq, unsigned status, struct MHD_Response *r)
+{
+	http_note_status(status);
+	enum MHD_Result ok = MHD_queue_response(rq->c, status, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
 static ssize_t json_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	(void)pos;
@@ -165,10 +175,7 @@ static int answer_exec(struct req *rq)
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "application/json");
-	http_note_status(200);
-	enum MHD_Result ok = MHD_queue_response(rq->c, 200, r);
-	MHD_destroy_response(r);
-	return ok;
+	return queue_response(rq, 200, r);
 }
 
 /* A caller waiting for the final JSON: now, or when the execution wakes it. */
@@ -207,10 +214,7 @@ static int start_stream(struct req *rq)
 	MHD_add_response_header(r, "Content-Type", "application/x-ndjson");
 	MHD_add_response_header(r, "Ward-Execution-Id", ward_execution_id(w->ex));
 	rq->answered = true;
-	http_note_status(200);
-	enum MHD_Result ok = MHD_queue_response(rq->c, 200, r);
-	MHD_destroy_response(r);
-	return ok;
+	return queue_response(rq, 200, r);
 }
 
 /* A later answer, filled: its JSON, or a file's bytes. */
@@ -234,10 +238,7 @@ static int answer_later(struct req *rq)
 	MHD_add_response_header(r, "Content-Type", "application/octet-stream");
 	MHD_add_response_header(r, "Ward-File-Sha256", sha);
 	MHD_add_response_header(r, "Ward-File-Mode", mode);
-	http_note_status(ward_answer_status(a));
-	enum MHD_Result ok = MHD_queue_response(rq->c, ward_answer_status(a), r);
-	MHD_destroy_response(r);
-	return ok;
+	return queue_response(rq, ward_answer_status(a), r);
 }
 
 /* The core's reply, as an answer now or a wait. */
@@ -313,10 +314,7 @@ static int h_metrics(struct req *rq)
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
-	http_note_status(200);
-	enum MHD_Result ok = MHD_queue_response(rq->c, 200, r);
-	MHD_destroy_response(r);
-	return ok;
+	return queue_response(rq, 200, r);
 }
 
 static int h_healthz(struct req *rq)
@@ -338,10 +336,7 @@ static int h_openapi(struct req *rq)
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, "Content-Type", "application/json");
-	http_note_status(200);
-	enum MHD_Result ok = MHD_queue_response(rq->c, 200, r);
-	MHD_destroy_response(r);
-	return ok;
+	return queue_response(rq, 200, r);
 }
 
 /* A session request as the core takes it: the row's parameters, the body,
@@ -509,10 +504,7 @@ static int not_found(struct req *rq, const char *method, int rc)
 	}
 	MHD_add_response_header(r, "Content-Type", "application/json");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rq->m.allow);
-	http_note_status(405);
-	enum MHD_Result ok = MHD_queue_response(rq->c, 405, r);
-	MHD_destroy_response(r);
-	return ok;
+	return queue_response(rq, 405, r);
 }
 
 int http_first_call(struct req *rq, const char *url, const char *method)
