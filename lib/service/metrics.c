@@ -113,39 +113,53 @@ __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char 
 	}
 }
 
-/* The per-tenant series: one line per tracked tenant each. */
+/* A series' HELP and TYPE lines. */
+static void put_head(struct out *o, const char *name, const char *type, const char *help)
+{
+	put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A series of one sample. */
+static void put_one(struct out *o, const char *name, const char *type, const char *help,
+		    unsigned long long v)
+{
+	put_head(o, name, type, help);
+	put(o, "%s %llu\n", name, v);
+}
+
+static uint64_t t_executions(const struct svc_tenant_count *t) { return t->executions; }
+static uint64_t t_denials(const struct svc_tenant_count *t) { return t->denials; }
+static uint64_t t_sandboxes(const struct svc_tenant_count *t) { return t->running + t->sessions; }
+static uint64_t t_sessions(const struct svc_tenant_count *t) { return t->sessions; }
+static uint64_t t_memory(const struct svc_tenant_count *t) { return t->memory; }
+static uint64_t t_held(const struct svc_tenant_count *t) { return t->held; }
+
+/* The per-tenant series, in this order: one line per tracked tenant each. */
+static const struct {
+	const char *name, *type, *help;
+	uint64_t (*value)(const struct svc_tenant_count *t);
+} tenant_series[] = {
+	{ "ward_tenant_executions_total", "counter", "Executions finished, by tenant.",
+	  t_executions },
+	{ "ward_tenant_denials_total", "counter", "Scope denials, by tenant.", t_denials },
+	{ "ward_tenant_active_sandboxes", "gauge", "Sandboxes running now, by tenant.",
+	  t_sandboxes },
+	{ "ward_tenant_active_sessions", "gauge", "Live sessions, by tenant.", t_sessions },
+	{ "ward_tenant_memory_bytes", "gauge",
+	  "Memory limits of a tenant's live sandboxes, summed.", t_memory },
+	{ "ward_tenant_daemon_memory_bytes", "gauge",
+	  "Daemon memory held for a tenant (unread streams).", t_held },
+};
+
 static void put_tenants(struct out *o, struct ward_service *s)
 {
-	put(o, "# HELP ward_tenant_executions_total Executions finished, by tenant.\n"
-		"# TYPE ward_tenant_executions_total counter\n");
-	for (size_t i = 0; i < s->m.n_tenants; i++)
-		put(o, "ward_tenant_executions_total{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
-		    (unsigned long long)s->m.tenants[i].executions);
-	put(o, "# HELP ward_tenant_denials_total Scope denials, by tenant.\n"
-		"# TYPE ward_tenant_denials_total counter\n");
-	for (size_t i = 0; i < s->m.n_tenants; i++)
-		put(o, "ward_tenant_denials_total{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
-		    (unsigned long long)s->m.tenants[i].denials);
-	put(o, "# HELP ward_tenant_active_sandboxes Sandboxes running now, by tenant.\n"
-		"# TYPE ward_tenant_active_sandboxes gauge\n");
-	for (size_t i = 0; i < s->m.n_tenants; i++)
-		put(o, "ward_tenant_active_sandboxes{tenant=\"%s\"} %u\n", s->m.tenants[i].tenant,
-		    s->m.tenants[i].running + s->m.tenants[i].sessions);
-	put(o, "# HELP ward_tenant_active_sessions Live sessions, by tenant.\n"
-		"# TYPE ward_tenant_active_sessions gauge\n");
-	for (size_t i = 0; i < s->m.n_tenants; i++)
-		put(o, "ward_tenant_active_sessions{tenant=\"%s\"} %u\n", s->m.tenants[i].tenant,
-		    s->m.tenants[i].sessions);
-	put(o, "# HELP ward_tenant_memory_bytes Memory limits of a tenant's live sandboxes, summed.\n"
-		"# TYPE ward_tenant_memory_bytes gauge\n");
-	for (size_t i = 0; i < s->m.n_tenants; i++)
-		put(o, "ward_tenant_memory_bytes{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
-		    (unsigned long long)s->m.tenants[i].memory);
-	put(o, "# HELP ward_tenant_daemon_memory_bytes Daemon memory held for a tenant "
-		"(unread streams).\n# TYPE ward_tenant_daemon_memory_bytes gauge\n");
-	for (size_t i = 0; i < s->m.n_tenants; i++)
-		put(o, "ward_tenant_daemon_memory_bytes{tenant=\"%s\"} %llu\n", s->m.tenants[i].tenant,
-		    (unsigned long long)s->m.tenants[i].held);
+	for (size_t k = 0; k < ARRAY_SIZE(tenant_series); k++) {
+		put_head(o, tenant_series[k].name, tenant_series[k].type, tenant_series[k].help);
+		for (size_t i = 0; i < s->m.n_tenants; i++)
+			put(o, "%s{tenant=\"%s\"} %llu\n", tenant_series[k].name,
+			    s->m.tenants[i].tenant,
+			    (unsigned long long)tenant_series[k].value(&s->m.tenants[i]));
+	}
 }
 
 char *ward_service_metrics(struct ward_service *s, size_t *len)
@@ -154,13 +168,11 @@ char *ward_service_metrics(struct ward_service *s, size_t *len)
 	if (!(o.buf = malloc(o.cap)))
 		return NULL;
 	o.buf[0] = '\0';
-	put(&o, "# HELP ward_executions_total Executions finished, by verdict status.\n"
-		"# TYPE ward_executions_total counter\n");
+	put_head(&o, "ward_executions_total", "counter", "Executions finished, by verdict status.");
 	for (int i = 0; i < SVC_N_STATUS; i++)
 		put(&o, "ward_executions_total{status=\"%s\"} %llu\n",
 		    ward_status_name((enum ward_status)i), (unsigned long long)s->m.by_status[i]);
-	put(&o, "# HELP ward_execution_duration_seconds Wall time of executions.\n"
-		"# TYPE ward_execution_duration_seconds histogram\n");
+	put_head(&o, "ward_execution_duration_seconds", "histogram", "Wall time of executions.");
 	for (int i = 0; i < SVC_N_BUCKETS; i++)
 		put(&o, "ward_execution_duration_seconds_bucket{le=\"%g\"} %llu\n", bucket_le[i],
 		    (unsigned long long)s->m.buckets[i]);
@@ -169,27 +181,20 @@ char *ward_service_metrics(struct ward_service *s, size_t *len)
 		"ward_execution_duration_seconds_count %llu\n",
 	    (unsigned long long)s->m.duration_count, s->m.duration_sum,
 	    (unsigned long long)s->m.duration_count);
-	put(&o, "# HELP ward_active_sandboxes Sandboxes running now.\n"
-		"# TYPE ward_active_sandboxes gauge\nward_active_sandboxes %u\n",
-	    s->running + s->n_sessions);
-	put(&o, "# HELP ward_active_sessions Live sessions.\n"
-		"# TYPE ward_active_sessions gauge\nward_active_sessions %u\n", s->n_sessions);
-	put(&o, "# HELP ward_http_requests_total HTTP requests received.\n"
-		"# TYPE ward_http_requests_total counter\nward_http_requests_total %llu\n",
-	    (unsigned long long)s->m.requests);
-	put(&o, "# HELP ward_denials_total Requests refused for authentication or scope.\n"
-		"# TYPE ward_denials_total counter\nward_denials_total %llu\n",
-	    (unsigned long long)s->m.denials);
-	put(&o, "# HELP ward_bad_requests_total Other refused requests (4xx).\n"
-		"# TYPE ward_bad_requests_total counter\nward_bad_requests_total %llu\n",
-	    (unsigned long long)s->m.bad_requests);
-	put(&o, "# HELP ward_connections_evicted_total Unauthenticated connections closed "
-		"(over max-unauthenticated, or past header-timeout).\n"
-		"# TYPE ward_connections_evicted_total counter\nward_connections_evicted_total %llu\n",
-	    (unsigned long long)s->m.connections_evicted);
-	put(&o, "# HELP ward_tenants_freed_total Idle tenant entries given to a new tenant.\n"
-		"# TYPE ward_tenants_freed_total counter\nward_tenants_freed_total %llu\n",
-	    (unsigned long long)s->m.tenants_freed);
+	put_one(&o, "ward_active_sandboxes", "gauge", "Sandboxes running now.",
+		s->running + s->n_sessions);
+	put_one(&o, "ward_active_sessions", "gauge", "Live sessions.", s->n_sessions);
+	put_one(&o, "ward_http_requests_total", "counter", "HTTP requests received.",
+		s->m.requests);
+	put_one(&o, "ward_denials_total", "counter",
+		"Requests refused for authentication or scope.", s->m.denials);
+	put_one(&o, "ward_bad_requests_total", "counter", "Other refused requests (4xx).",
+		s->m.bad_requests);
+	put_one(&o, "ward_connections_evicted_total", "counter",
+		"Unauthenticated connections closed (over max-unauthenticated, or past "
+		"header-timeout).", s->m.connections_evicted);
+	put_one(&o, "ward_tenants_freed_total", "counter",
+		"Idle tenant entries given to a new tenant.", s->m.tenants_freed);
 	put_tenants(&o, s);
 	if (o.oom) {
 		free(o.buf);
