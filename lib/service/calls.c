@@ -76,15 +76,28 @@ static int start_call(struct session *se, const struct ward_session_call *q, enu
 	return 0;
 }
 
+/* A call's timeout: the session's, or the body's "timeout" within it; 0,
+ * or -1 with e naming the field. */
+static int check_timeout(json_t *root, const struct session *se, uint64_t *timeout,
+			 struct ward_service_error *e)
+{
+	json_t *t = json_object_get(root, "timeout");
+	*timeout = se->call.timeout_ms;
+	if (t && svc_parse_seconds(t, se->call.timeout_ms, timeout) < 0)
+		return ward_service_fail(e, 400, "invalid_request", "timeout",
+					 "expected seconds, above 0 and within the session's limit "
+					 "(%llu ms)", (unsigned long long)se->call.timeout_ms);
+	return 0;
+}
+
 /* An execute body's fields: 0, or -1 with e naming the field. */
 static int check_execute(json_t *root, const struct session *se, const char **lname,
 			 const char **cname, uint64_t *timeout, struct ward_service_error *e)
 {
 	json_t *code = json_object_get(root, "code"), *lang = json_object_get(root, "language");
-	json_t *ctx = json_object_get(root, "context"), *t = json_object_get(root, "timeout");
+	json_t *ctx = json_object_get(root, "context");
 	*lname = lang ? json_string_value(lang) : "python";
 	*cname = ctx ? json_string_value(ctx) : "default";
-	*timeout = se->call.timeout_ms;
 	if (!json_is_string(code) || strlen(json_string_value(code)) != json_string_length(code))
 		return ward_service_fail(e, 400, "invalid_request", "code",
 					 "expected a string without NUL characters");
@@ -94,11 +107,7 @@ static int check_execute(json_t *root, const struct session *se, const char **ln
 	if (!*cname || !sess_name_ok(*cname, 64))
 		return ward_service_fail(e, 400, "invalid_request", "context",
 					 "expected a name of 1-64 characters from [A-Za-z0-9._-]");
-	if (t && svc_parse_seconds(t, se->call.timeout_ms, timeout) < 0)
-		return ward_service_fail(e, 400, "invalid_request", "timeout",
-					 "expected seconds, above 0 and within the session's limit "
-					 "(%llu ms)", (unsigned long long)se->call.timeout_ms);
-	return 0;
+	return check_timeout(root, se, timeout, e);
 }
 
 static int execute(struct session *se, const struct ward_session_call *q, struct ward_reply *out)
@@ -129,7 +138,6 @@ static int check_cmd(json_t *root, const struct session *se, uint64_t *timeout,
 {
 	json_t *cmd = json_object_get(root, "cmd"), *env = json_object_get(root, "env");
 	json_t *cwd = json_object_get(root, "cwd"), *bg = json_object_get(root, "background");
-	json_t *t = json_object_get(root, "timeout");
 	if (json_is_string(cmd)) {
 		if (!json_string_length(cmd) || strlen(json_string_value(cmd)) != json_string_length(cmd))
 			return ward_service_fail(e, 400, "invalid_request", "cmd",
@@ -165,12 +173,7 @@ static int check_cmd(json_t *root, const struct session *se, uint64_t *timeout,
 	if (bg && !json_is_boolean(bg))
 		return ward_service_fail(e, 400, "invalid_request", "background",
 					 "expected true or false");
-	*timeout = se->call.timeout_ms;
-	if (t && svc_parse_seconds(t, se->call.timeout_ms, timeout) < 0)
-		return ward_service_fail(e, 400, "invalid_request", "timeout",
-					 "expected seconds, above 0 and within the session's limit "
-					 "(%llu ms)", (unsigned long long)se->call.timeout_ms);
-	return 0;
+	return check_timeout(root, se, timeout, e);
 }
 
 /* A background command: the agent's answer comes later. */
