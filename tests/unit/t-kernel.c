@@ -180,6 +180,45 @@ static int run_async(struct ward_kernel *k, const char *code, struct seen *s, js
 	}
 }
 
+/* The fake kernel under a time limit of `timeout` seconds, started in the
+ * step form (async) or the blocking one; NULL, reported under `what`,
+ * when it does not start. */
+static struct ward_kernel *kernel_up(bool async, const char *timeout, const char *what)
+{
+	struct ward_policy p;
+	struct ward_error err;
+	struct ward_kernel *k = NULL;
+	if (policy(&p, timeout, &err) < 0) {
+		ok(0, "%s: policy: %s", what, err.message);
+		return NULL;
+	}
+	int r = async ? ward_kernel_begin(&p, &options, &k, &err)
+		      : ward_kernel_start(&p, &options, &k, &err);
+	ward_policy_release(&p);
+	if (!ok(r == 0, "%s: the fake kernel starts", what)) {
+		diag("%s", err.message);
+		return NULL;
+	}
+	return k;
+}
+
+/* One request, in the kernel's form: 0 with the reply, or a negative errno. */
+static int run_case(struct ward_kernel *k, bool async, const char *code, struct seen *s,
+		    json_t **reply)
+{
+	struct ward_error err;
+	return async ? run_async(k, code, s, reply)
+		     : ward_kernel_execute(k, code, false, on_msg, s, reply, &err);
+}
+
+/* Ends the kernel, in its form, with its verdict in v (v to release). */
+static int kernel_down(struct ward_kernel *k, bool async, struct ward_verdict *v)
+{
+	struct ward_error err;
+	ward_verdict_init(v);
+	return async ? ward_kernel_finish(k, v, &err) : ward_kernel_stop(k, v, &err);
+}
+
 static const char *reply_case(json_t *reply)
 {
 	return json_string_value(json_object_get(reply, "case"));
@@ -190,25 +229,13 @@ static const char *reply_case(json_t *reply)
 static void framing(bool async)
 {
 	const char *form = async ? "step" : "blocking";
-	struct ward_policy p;
-	struct ward_error err;
-	struct ward_kernel *k = NULL;
 	struct ward_verdict v;
 	struct seen s = { 0 };
 	json_t *reply = NULL;
-	if (policy(&p, "60", &err) < 0) {
-		ok(0, "%s: policy: %s", form, err.message);
+	struct ward_kernel *k = kernel_up(async, "60", form);
+	if (!k)
 		return;
-	}
-	int r = async ? ward_kernel_begin(&p, &options, &k, &err)
-		      : ward_kernel_start(&p, &options, &k, &err);
-	ward_policy_release(&p);
-	if (!ok(r == 0, "%s: the fake kernel starts", form)) {
-		diag("%s", err.message);
-		return;
-	}
-	r = async ? run_async(k, "split", &s, &reply)
-		  : ward_kernel_execute(k, "split", false, on_msg, &s, &reply, &err);
+	int r = run_case(k, async, "split", &s, &reply);
 	is_int(r, 0, "%s: split lines: the reply arrives", form);
 	is_str(reply_case(reply), "split", "%s: split lines: the reply is its own, whole", form);
 	json_decref(reply);
@@ -222,8 +249,7 @@ static void framing(bool async)
 	 * program's stdout: they are dropped, and the first one in the
 	 * kernel's life becomes one protocol_error message. */
 	s = (struct seen){ 0 };
-	r = async ? run_async(k, "notjson", &s, &reply)
-		  : ward_kernel_execute(k, "notjson", false, on_msg, &s, &reply, &err);
+	r = run_case(k, async, "notjson", &s, &reply);
 	is_int(r, 0, "%s: not JSON: the reply arrives", form);
 	is_str(reply_case(reply), "notjson", "%s: not JSON: the reply is the real one", form);
 	json_decref(reply);
@@ -236,8 +262,7 @@ static void framing(bool async)
 	/* A line of exactly the cap is delivered; one byte more is dropped
 	 * whole, noted once, and the next line is read normally. */
 	s = (struct seen){ 0 };
-	r = async ? run_async(k, "atcap", &s, &reply)
-		  : ward_kernel_execute(k, "atcap", false, on_msg, &s, &reply, &err);
+	r = run_case(k, async, "atcap", &s, &reply);
 	is_int(r, 0, "%s: a line of the cap: the reply arrives", form);
 	json_decref(reply);
 	is_int(s.big_stream, LINE_MAX_BYTES - strlen(AT_CAP_PREFIX AT_CAP_SUFFIX), "%s: a line of %u bytes (the cap) is delivered whole",
@@ -245,8 +270,7 @@ static void framing(bool async)
 	is_int(s.cap_notes, 0, "%s: ... with no note", form);
 
 	s = (struct seen){ 0 };
-	r = async ? run_async(k, "overcap", &s, &reply)
-		  : ward_kernel_execute(k, "overcap", false, on_msg, &s, &reply, &err);
+	r = run_case(k, async, "overcap", &s, &reply);
 	is_int(r, 0, "%s: a line over the cap: the reply arrives", form);
 	is_str(reply_case(reply), "overcap", "%s: a line over the cap: the reply is the real one", form);
 	json_decref(reply);
@@ -254,8 +278,7 @@ static void framing(bool async)
 	is_str(s.out, "after", "%s: ... dropped whole; the next line is read from its start", form);
 	is_int(s.streams, 2, "%s: ... the note and the next line, nothing else", form);
 
-	ward_verdict_init(&v);
-	r = async ? ward_kernel_finish(k, &v, &err) : ward_kernel_stop(k, &v, &err);
+	r = kernel_down(k, async, &v);
 	is_int(r, 0, "%s: the kernel stops", form);
 	ward_verdict_release(&v);
 }
@@ -266,32 +289,20 @@ static void framing(bool async)
 static void ending(const char *code, bool async, enum ward_status want, int want_exit,
 		   struct seen *s, int *rc, json_t **reply)
 {
-	const char *form = async ? "step" : "blocking";
-	struct ward_policy p;
-	struct ward_error err;
-	struct ward_kernel *k = NULL;
+	char what[64];
 	struct ward_verdict v;
 	*reply = NULL;
-	if (policy(&p, "20", &err) < 0) {
-		ok(0, "%s %s: policy: %s", form, code, err.message);
+	snprintf(what, sizeof(what), "%s %s", async ? "step" : "blocking", code);
+	struct ward_kernel *k = kernel_up(async, "20", what);
+	if (!k)
 		return;
-	}
-	int r = async ? ward_kernel_begin(&p, &options, &k, &err)
-		      : ward_kernel_start(&p, &options, &k, &err);
-	ward_policy_release(&p);
-	if (!ok(r == 0, "%s %s: the fake kernel starts", form, code)) {
-		diag("%s", err.message);
-		return;
-	}
-	*rc = async ? run_async(k, code, s, reply)
-		    : ward_kernel_execute(k, code, false, on_msg, s, reply, &err);
-	ward_verdict_init(&v);
-	r = async ? ward_kernel_finish(k, &v, &err) : ward_kernel_stop(k, &v, &err);
-	is_int(r, 0, "%s %s: the sandbox is finished", form, code);
-	if (!ok(v.status == want, "%s %s: the verdict is %s", form, code, ward_status_name(want)))
+	*rc = run_case(k, async, code, s, reply);
+	int r = kernel_down(k, async, &v);
+	is_int(r, 0, "%s: the sandbox is finished", what);
+	if (!ok(v.status == want, "%s: the verdict is %s", what, ward_status_name(want)))
 		diag("got %s (exit %d, signal %d)", ward_status_name(v.status), v.exit_code, v.signal);
 	if (want_exit >= 0)
-		is_int(v.exit_code, want_exit, "%s %s: ... with the kernel's exit code", form, code);
+		is_int(v.exit_code, want_exit, "%s: ... with the kernel's exit code", what);
 	ward_verdict_release(&v);
 }
 
@@ -359,8 +370,7 @@ int main(void)
 		remove_runners();
 		return tap_done();
 	}
-	ward_verdict_init(&v);
-	ward_kernel_finish(k, &v, &err);
+	kernel_down(k, true, &v);
 	ward_verdict_release(&v);
 	framing(false);
 	framing(true);
