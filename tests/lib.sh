@@ -38,6 +38,21 @@ else
 	test_set_prereq_missing ROOT "needs root"
 	ROOT=
 fi
+# test_user_prereqs: REALROOT, root of the initial user namespace (not
+# `unshare -r`), where ward maps a subordinate range and has a cgroup; and
+# USER, the unprivileged account $TEST_USER for the rootless checks made
+# from a root run.
+test_user_prereqs() {
+	if [ -z "$ROOT" ] || in_userns; then
+		test_set_prereq_missing REALROOT "needs root"
+	fi
+	TEST_USER=${WARD_TEST_USER:-ward-test}
+	if [ -n "${prereq_missing[REALROOT]:-}" ]; then
+		test_set_prereq_missing USER "needs root"
+	elif ! id "$TEST_USER" >/dev/null 2>&1; then
+		test_set_prereq_missing USER "no user $TEST_USER (tests/run.sh creates it)"
+	fi
+}
 command -v python3 >/dev/null || test_set_prereq_missing PYTHON "python3 is not installed"
 command -v node >/dev/null || test_set_prereq_missing NODE "node is not installed"
 

@@ -5,18 +5,9 @@
 # note, error text, and the README's serve snippet run as written.
 . "$(dirname "$0")/../lib.sh"
 
-# REALROOT: root of the initial user namespace (not `unshare -r`), where
-# ward maps a subordinate range and has a cgroup.
-if [ -z "$ROOT" ] || ! grep -qE "^ +0 +0 +4294967295$" /proc/self/uid_map; then
-	test_set_prereq_missing REALROOT "needs root"
-fi
-# An unprivileged account for the rootless checks made from a root run.
-TEST_USER=${WARD_TEST_USER:-ward-test}
-if [ -n "${prereq_missing[REALROOT]:-}" ]; then
-	test_set_prereq_missing USER "needs root"
-elif ! id "$TEST_USER" >/dev/null 2>&1; then
-	test_set_prereq_missing USER "no user $TEST_USER (tests/run.sh creates it)"
-elif ! setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups test -x "$WARD"; then
+test_user_prereqs
+if [ -z "${prereq_missing[USER]:-}" ] &&
+   ! setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups test -x "$WARD"; then
 	test_set_prereq_missing USER "$TEST_USER cannot reach $WARD"
 fi
 # Each test in a directory of its own, reachable by $TEST_USER.

@@ -6,15 +6,7 @@
 # each way of setting one is tried on the mount itself, then the host looks.
 . "$(dirname "$0")/../lib.sh"
 
-if [ -z "$ROOT" ] || ! grep -qE "^ +0 +0 +4294967295$" /proc/self/uid_map; then
-	test_set_prereq_missing REALROOT "needs root"
-fi
-TEST_USER=${WARD_TEST_USER:-ward-test}
-if [ -n "${prereq_missing[REALROOT]:-}" ]; then
-	test_set_prereq_missing USER "needs root"
-elif ! id "$TEST_USER" >/dev/null 2>&1; then
-	test_set_prereq_missing USER "no user $TEST_USER (tests/run.sh creates it)"
-fi
+test_user_prereqs
 [ -x "$WARD_PROBE" ] || test_set_prereq_missing PROBE "no ward-probe at $WARD_PROBE"
 
 # A directory of the user's, as a caller would hand it to ward.
