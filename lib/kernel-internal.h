@@ -16,6 +16,11 @@ struct ward_kernel_input {
  * of range. */
 char *const *ward_lang_kernel_argv(enum ward_lang lang);
 
+/* The wall-time limit (and the verdict's wall_ms) of a claimed sandbox
+ * counts from now again: a prepared kernel's claim calls it. In
+ * lib/supervise.c. */
+void ward_sandbox_restart_clock(struct ward_sandbox *sb);
+
 int ward_artifacts_collect(struct ward_sandbox *sb, const struct ward_kernel_input *inputs,
 			   size_t n_inputs, const char *copy_to,
 			   const struct ward_artifact_limits *lim, json_t **list, json_t **skipped,

@@ -15,10 +15,12 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 
 #include "base/util.h"
 #include "kernel-internal.h"
+#include "workspace.h"
 #include <sodium.h>
 
 #define RUNNERS_INSIDE "/opt/ward/runners"
@@ -49,6 +51,7 @@ struct ward_kernel {
 	size_t pending_len, pending_off;
 	unsigned next_id;
 	bool dead;
+	bool claimed;           /* at most once: the request's files are in */
 	struct ward_kernel_input *inputs;
 	size_t n_inputs;
 	struct waiter *aw;      /* the non-blocking form's awaited reply, or NULL */
@@ -444,22 +447,92 @@ static void kernel_free(struct ward_kernel *k)
 	free(k);
 }
 
-static int remember_inputs(struct ward_kernel *k, const struct ward_kernel_options *o,
+static int remember_inputs(struct ward_kernel *k, const struct ward_file *files, size_t n,
 			   struct ward_error *err)
 {
-	if (!o->n_files)
+	if (!n)
 		return 0;
-	k->inputs = calloc(o->n_files, sizeof(*k->inputs));
+	k->inputs = calloc(n, sizeof(*k->inputs));
 	if (!k->inputs || sodium_init() < 0)
 		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
-	for (size_t i = 0; i < o->n_files; i++) {
+	for (size_t i = 0; i < n; i++) {
 		unsigned char d[crypto_hash_sha256_BYTES];
-		crypto_hash_sha256(d, o->files[i].data, o->files[i].len);
+		crypto_hash_sha256(d, files[i].data, files[i].len);
 		sodium_bin2hex(k->inputs[i].sha256, sizeof(k->inputs[i].sha256), d, sizeof(d));
-		ward_strlcpy(k->inputs[i].path, o->files[i].path, sizeof(k->inputs[i].path));
+		ward_strlcpy(k->inputs[i].path, files[i].path, sizeof(k->inputs[i].path));
 	}
-	k->n_inputs = o->n_files;
+	k->n_inputs = n;
 	return 0;
+}
+
+/* The request's files, checked before anything is written: each path by
+ * the one workspace rule, their total within the workspace's size. */
+static int check_files(const struct ward_policy *p, const struct ward_file *files, size_t n,
+		       struct ward_error *err)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *path = files[i].path;
+		if (!ward_workspace_path_ok(path))
+			return ward_error_set(err, EINVAL, "kernel", "file '%s': expected a relative "
+					      "path inside /workspace", path ? path : "");
+		if (!files[i].data && files[i].len)
+			return ward_error_set(err, EINVAL, "kernel", "file '%s': no data", path);
+		total += files[i].len;
+		if (total > p->workspace_size)
+			return ward_error_set(err, EFBIG, "kernel", "file '%s': the files are larger "
+					      "than the workspace (%llu bytes)", path,
+					      (unsigned long long)p->workspace_size);
+	}
+	return 0;
+}
+
+/* Writes the files into the running sandbox's /workspace from outside:
+ * through the root fd its init handed over, every step beneath the last
+ * and never through a link (lib/workspace.h), as the workspace's owner
+ * (setfsuid is per thread: only this one changes), so the tmpfs's size
+ * and the owner's permissions hold as for the program itself. */
+static int place_files(struct ward_kernel *k, const struct ward_file *files, size_t n,
+		       struct ward_error *err)
+{
+	int ws = ward_workspace_open(k->sb);
+	if (ws < 0 && errno == ESRCH) { /* no root: the kernel never ran (its verdict says why) */
+		ward_error_set(err, ECHILD, "kernel", "the kernel ended before its files were put in");
+		return -ECHILD;
+	}
+	if (ws < 0)
+		return ward_error_set(err, errno, "kernel", "the sandbox's /workspace");
+	struct stat owner;
+	if (fstat(ws, &owner) < 0) {
+		int e = errno;
+		close(ws);
+		return ward_error_set(err, e, "kernel", "/workspace");
+	}
+	int old_uid = setfsuid((uid_t)-1), old_gid = setfsgid((gid_t)-1);
+	setfsgid(owner.st_gid);
+	setfsuid(owner.st_uid);
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		const struct ward_file *f = &files[i];
+		unsigned mode = (f->mode ? f->mode : 0644) & 0777;
+		int e = -ward_workspace_write(ws, f->path, f->data ? f->data : "", f->len, mode);
+		if (e == ENOSPC || e == EDQUOT)
+			r = ward_error_set(err, e, "kernel", "file '%s': the workspace is full "
+					   "(%llu bytes)", f->path,
+					   (unsigned long long)k->policy.workspace_size);
+		else if (e == EEXIST || e == ENXIO)
+			r = ward_error_set(err, e, "kernel", "file '%s': something that is not a "
+					   "regular file is in the way", f->path);
+		else if (e == ELOOP || e == EXDEV || e == ENOTDIR)
+			r = ward_error_set(err, e, "kernel", "file '%s': a link or something that "
+					   "is not a directory is in the way", f->path);
+		else if (e)
+			r = ward_error_set(err, e, "kernel", "file '%s'", f->path);
+	}
+	setfsuid((uid_t)old_uid);
+	setfsgid((gid_t)old_gid);
+	close(ws);
+	return r;
 }
 
 WARD_EXPORT int ward_kernel_artifacts(struct ward_kernel *k, const char *copy_to,
@@ -489,7 +562,7 @@ static int kernel_launch(const struct ward_policy *policy, const struct ward_ker
 	if (async && !(k->aw = calloc(1, sizeof(*k->aw))))
 		r = ward_error_set(err, ENOMEM, "kernel", "out of memory");
 	if (r == 0)
-		r = remember_inputs(k, o, err);
+		r = check_files(policy, o->files, o->n_files, err);
 	if (r == 0)
 		r = find_runners(o->runners_dir, k->runners, sizeof(k->runners), err);
 	if (r == 0)
@@ -497,8 +570,9 @@ static int kernel_launch(const struct ward_policy *policy, const struct ward_ker
 	if (r == 0) {
 		k->bind = (struct ward_bind){ .host = k->runners, .inside = RUNNERS_INSIDE };
 		struct ward_sandbox_options so = {
-			.stdin_pipe = true, .files = o->files, .n_files = o->n_files,
-			.binds = &k->bind, .n_binds = 1,
+			.stdin_pipe = true, .binds = &k->bind, .n_binds = 1,
+			/* begin's files: written by the init before the kernel starts */
+			.files = async ? o->files : NULL, .n_files = async ? o->n_files : 0,
 		};
 		r = ward_sandbox_start(&k->policy, argv, &so, &k->sb, err);
 	}
@@ -510,11 +584,30 @@ static int kernel_launch(const struct ward_policy *policy, const struct ward_ker
 	return 0;
 }
 
-WARD_EXPORT int ward_kernel_start(const struct ward_policy *policy,
-				  const struct ward_kernel_options *o, struct ward_kernel **out,
-				  struct ward_error *err)
+static void kernel_discard(struct ward_kernel *k)
 {
-	int r = kernel_launch(policy, o, false, out, err);
+	ward_sandbox_discard(k->sb);
+	kernel_free(k);
+}
+
+WARD_EXPORT void ward_kernel_discard(struct ward_kernel *k)
+{
+	if (k)
+		kernel_discard(k);
+}
+
+WARD_EXPORT int ward_kernel_prepare(const struct ward_policy *policy, enum ward_lang lang,
+				    const struct ward_kernel_options *opts,
+				    struct ward_kernel **out, struct ward_error *err)
+{
+	struct ward_kernel_options o = opts ? *opts : (struct ward_kernel_options){ 0 };
+	*out = NULL;
+	if (o.n_files || o.session)
+		return ward_error_set(err, EINVAL, "kernel", "%s", o.session
+				      ? "a session agent is not prepared ahead (ward_kernel_begin)"
+				      : "files come with the claim, not with prepare");
+	o.lang = lang;
+	int r = kernel_launch(policy, &o, false, out, err);
 	if (r < 0)
 		return r;
 	/* Ready when it says so; if it dies first, stop's verdict says why. */
@@ -522,6 +615,57 @@ WARD_EXPORT int ward_kernel_start(const struct ward_policy *policy,
 	if (wait_for(*out, &w) == 0)
 		json_decref(w.found);
 	return 0;
+}
+
+WARD_EXPORT int ward_kernel_claim(struct ward_kernel *k, const struct ward_file *files,
+				  size_t n_files, struct ward_error *err)
+{
+	if (k->claimed)
+		return -EALREADY;
+	k->claimed = true;
+	if (k->dead)
+		return ward_error_set(err, ECHILD, "kernel", "the kernel ended before the claim");
+	int r = check_files(&k->policy, files, n_files, err);
+	if (r == 0 && n_files)
+		r = remember_inputs(k, files, n_files, err);
+	if (r == 0 && n_files)
+		r = place_files(k, files, n_files, err);
+	/* the request's time starts now, not when the kernel was prepared */
+	ward_sandbox_restart_clock(k->sb);
+	return r;
+}
+
+/* The claim of start and begin: a kernel that ended before it is kept
+ * (the caller learns how from its verdict, as before a claim existed);
+ * any other failure ends it. */
+static int claim_started(struct ward_kernel **k, const struct ward_kernel_options *o,
+			 struct ward_error *err)
+{
+	int r = ward_kernel_claim(*k, o->files, o->n_files, err);
+	if (r == -ECHILD) {
+		(*k)->dead = true;
+		return 0;
+	}
+	if (r < 0) {
+		kernel_discard(*k);
+		*k = NULL;
+	}
+	return r;
+}
+
+WARD_EXPORT int ward_kernel_start(const struct ward_policy *policy,
+				  const struct ward_kernel_options *o, struct ward_kernel **out,
+				  struct ward_error *err)
+{
+	struct ward_kernel_options po = *o;
+	po.files = NULL;
+	po.n_files = 0;
+	int r = check_files(policy, o->files, o->n_files, err);
+	if (r == 0)
+		r = ward_kernel_prepare(policy, o->lang, &po, out, err);
+	if (r == 0)
+		r = claim_started(out, o, err);
+	return r;
 }
 
 /* Sends one request and waits for its answer (the blocking form). */
@@ -598,7 +742,18 @@ WARD_EXPORT int ward_kernel_begin(const struct ward_policy *policy,
 				  const struct ward_kernel_options *o, struct ward_kernel **out,
 				  struct ward_error *err)
 {
-	return kernel_launch(policy, o, true, out, err);
+	/* Claimed at once, its files written by the init before the kernel
+	 * starts: a claim from outside would first wait for the init's setup,
+	 * and the caller's loop must not wait (kernel.h). */
+	int r = kernel_launch(policy, o, true, out, err);
+	if (r == 0) {
+		(*out)->claimed = true;
+		if ((r = remember_inputs(*out, o->files, o->n_files, err)) < 0) {
+			kernel_discard(*out);
+			*out = NULL;
+		}
+	}
+	return r;
 }
 
 static int submit(struct ward_kernel *k, const char *type, json_t *content, const char *want,

@@ -21,6 +21,7 @@
 
 #include "base/util.h"
 #include "cgroup.h"
+#include "kernel-internal.h" /* ward_sandbox_restart_clock */
 #include "sandbox-child.h"
 #include "ward/sandbox.h"
 
@@ -385,6 +386,14 @@ WARD_EXPORT int ward_sandbox_claim(struct ward_sandbox *r, struct ward_error *er
 	if (ward_write_all(r->sync[1], "g", 1) < 0)
 		return ward_error_set(err, EPIPE, "pid", "the sandbox's init died during setup");
 	return 0;
+}
+
+void ward_sandbox_restart_clock(struct ward_sandbox *r)
+{
+	if (!r->claimed || r->killed_for)
+		return;
+	r->start_ns = ward_now_ns();
+	r->deadline_ns = r->start_ns + r->plan.policy->timeout_ms * 1000000ull;
 }
 
 WARD_EXPORT bool ward_sandbox_claimed(const struct ward_sandbox *sb) { return sb->claimed; }

@@ -96,3 +96,37 @@ int ward_mkdirs_beneath(int dir, const char *rel, const char **leaf)
 	}
 	return cur;
 }
+
+int ward_workspace_write(int ws, const char *path, const void *data, size_t len, unsigned mode)
+{
+	const char *leaf;
+	int e = 0, dir = ward_mkdirs_beneath(ws, path, &leaf);
+	/* no O_TRUNC before the type is known: a FIFO stays untouched */
+	int fd = dir < 0 ? -1 : ward_open_beneath(dir, leaf, O_WRONLY | O_CREAT | O_NONBLOCK, mode);
+	struct stat st = { 0 };
+	if (fd < 0 || fstat(fd, &st) < 0)
+		e = errno;
+	else if (!S_ISREG(st.st_mode))
+		e = EEXIST;
+	else if (ftruncate(fd, 0) < 0)
+		e = errno;
+	for (size_t off = 0; fd >= 0 && !e && off < len;) {
+		ssize_t n = write(fd, (const char *)data + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			e = n < 0 ? errno : EIO;
+		else
+			off += (size_t)n;
+	}
+	/* the mode past the umask, and for a file that existed */
+	if (fd >= 0 && !e && fchmod(fd, (mode_t)mode) < 0)
+		e = errno;
+	if (e && fd >= 0 && S_ISREG(st.st_mode))
+		unlinkat(dir, leaf, 0); /* no half-written file stays */
+	if (fd >= 0)
+		close(fd);
+	if (dir >= 0)
+		close(dir);
+	return -e;
+}

@@ -41,6 +41,16 @@ DIR *ward_dir_stream(int dirfd);
  * *leaf at rel's last component; -1 with errno set. */
 int ward_mkdirs_beneath(int dir, const char *rel, const char **leaf);
 
+/* Writes a regular file at path (ward_workspace_path_ok) under the
+ * workspace dirfd ws: parents made with ward_mkdirs_beneath, the file
+ * opened with ward_open_beneath (O_NONBLOCK: a planted FIFO never blocks),
+ * truncated only once it is known to be a regular file, then given mode.
+ * What exists there and is not a regular file is -EEXIST and stays; a
+ * write that fails (ENOSPC: the workspace is full) leaves no file. Runs
+ * with the caller's fsuid: set it to the workspace's owner first.
+ * 0 or -errno. */
+int ward_workspace_write(int ws, const char *path, const void *data, size_t len, unsigned mode);
+
 /* A workspace name as JSON (a new reference, NULL on ENOMEM): itself, or,
  * when it is not UTF-8, with every byte above 0x7f and every backslash
  * written \xNN and *escaped set (docs/api.md, "path_escaped"). In

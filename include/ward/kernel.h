@@ -44,7 +44,7 @@ struct ward_kernel;
 
 struct ward_kernel_options {
 	enum ward_lang lang;
-	const struct ward_file *files;   /* put into /workspace before start */
+	const struct ward_file *files;   /* put into /workspace (see start, begin) */
 	size_t n_files;
 	const char *runners_dir;         /* host directory; NULL: found next to ward */
 	json_t *lint;                    /* {"deny_imports": [...], "deny_calls": [...]} or NULL */
@@ -63,8 +63,53 @@ struct ward_kernel_options {
  * hint}, no parent_id), never as output. */
 typedef void (*ward_kernel_cb)(json_t *msg, void *ctx);
 
-/* Starts a sandbox running the kernel and waits until it says it is ready.
- * The policy is copied. */
+/* ---- the two phases: prepare, then claim ----
+ *
+ * ward_kernel_prepare does what does not need the request: the sandbox is
+ * prepared and started (ward_sandbox_prepare and ward_sandbox_claim) with
+ * the language kernel, and it returns once the kernel has said it is ready
+ * (its first "status" message: its imports are done), with /workspace
+ * empty and no request sent. If the kernel dies or hits a limit first, it
+ * still returns 0: ward_kernel_stop's verdict says why. The policy is
+ * copied; the limits (memory, pids, CPU, time, sizes) are those of the
+ * policy the kernel was prepared with — a pool keys prepared kernels by
+ * its digest (ward_policy_digest) and gives each to a request of that
+ * digest. o may be NULL; o->lang is not read (lang is), and o->files and
+ * o->session must be unset (EINVAL): files come with the claim, a session
+ * agent is only started by ward_kernel_begin.
+ *
+ * ward_kernel_claim hands a prepared kernel to one request, exactly once:
+ * a second claim is -EALREADY and changes nothing. It puts the request's
+ * files into /workspace from outside, through the sandbox's root fd: each
+ * path by the workspace rule (relative, no "." or ".." component: "a..b"
+ * is a name), every step beneath the last with no symlink, magic link or
+ * mount crossing followed (the kernel's code may have run since prepare and
+ * planted links: they are refused, never followed), as the workspace's
+ * owner (fsuid and fsgid), within the policy's workspace size (EFBIG before
+ * anything is written; ENOSPC from the tmpfs). Every error names the file;
+ * the files placed before it stay, so a failed claim's kernel is only fit
+ * for ward_kernel_stop or ward_kernel_discard. -ECHILD when the kernel has
+ * ended. The wall-time limit (and the verdict's wall_ms) counts from the
+ * claim, not from prepare: a prepared kernel may wait in a pool. CPU time
+ * is the cgroup's since the sandbox started (imports included; per process
+ * with RLIMIT_CPU when there is no cgroup): a pool must leave the kernels
+ * it keeps enough of the CPU-time limit. Then the caller sends its first
+ * request (ward_kernel_execute or ward_kernel_call). */
+int ward_kernel_prepare(const struct ward_policy *policy, enum ward_lang lang,
+			const struct ward_kernel_options *o, struct ward_kernel **out,
+			struct ward_error *err);
+int ward_kernel_claim(struct ward_kernel *k, const struct ward_file *files, size_t n_files,
+		      struct ward_error *err);
+
+/* Ends a kernel (claimed or not) without a verdict and frees everything:
+ * the sandbox's processes, cgroup and /workspace go with it. NULL is a
+ * no-op. */
+void ward_kernel_discard(struct ward_kernel *k);
+
+/* ward_kernel_prepare then ward_kernel_claim with o->files: bad paths or files larger than the workspace are
+ * refused before any sandbox starts; a kernel that ended before its claim
+ * is returned all the same (stop's verdict says why). The policy is
+ * copied. */
 int ward_kernel_start(const struct ward_policy *policy, const struct ward_kernel_options *o,
 		      struct ward_kernel **out, struct ward_error *err);
 
@@ -128,7 +173,11 @@ struct ward_sandbox *ward_kernel_sandbox(struct ward_kernel *k);
  * ward_kernel_begin starts the sandbox like ward_kernel_start but does not
  * wait for the kernel to say it is ready (requests queue in the pipe
  * meanwhile; its "status" message reaches the callback of the request
- * being awaited, if any). */
+ * being awaited, if any). Its kernel is claimed at once, and o->files are
+ * written by the sandbox's init before the kernel starts (as for a plain
+ * program, ward_sandbox_options): a claim from outside needs the sandbox's
+ * root, which exists only once the init's setup is done, and waiting for
+ * that here would stall the caller's loop. */
 int ward_kernel_begin(const struct ward_policy *policy, const struct ward_kernel_options *o,
 		      struct ward_kernel **out, struct ward_error *err);
 

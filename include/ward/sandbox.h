@@ -24,8 +24,10 @@ extern "C" {
 
 struct ward_sandbox;
 
-/* A file put into /workspace before the program starts, owned by the
- * sandbox user. The data must stay valid until ward_sandbox_start returns. */
+/* A file put into /workspace, owned by the sandbox user: by the init before
+ * the program starts (ward_sandbox_options), or by a kernel's claim from
+ * outside (ward_kernel_claim, kernel.h). The data must stay valid until
+ * the call that takes it returns. */
 struct ward_file {
 	const char *path;     /* relative to /workspace; no "..", no leading "/" */
 	const void *data;
@@ -103,10 +105,13 @@ const struct ward_policy *ward_policy_plan_policy(const struct ward_policy_plan 
  * starts, and the wall-time limit counts from the claim. A prepared sandbox
  * can be claimed exactly once (a second claim is -EALREADY and changes
  * nothing); one never claimed is ended with ward_sandbox_discard.
- * In this version argv, files and limits are fixed at prepare time (the
- * child is a copy of the plan made at clone): a pool keyed by (image,
- * policy digest, language) prepares sandboxes that differ only in what the
- * claim gives them. */
+ * At this level argv, files and limits are fixed at prepare time (the
+ * child is a copy of the plan made at clone, and a plain program needs its
+ * files before it starts). The language kernels add their own two phases
+ * on top (ward_kernel_prepare, ward_kernel_claim in kernel.h): prepared up
+ * to a ready runner, then claimed with the request's files and a fresh
+ * wall clock, so a pool keyed by (image, policy digest, language) keeps
+ * kernels that differ only in what the claim gives them. */
 
 /* Prepares a sandbox for argv. On success *out owns every resource until
  * ward_sandbox_finish or ward_sandbox_discard. On failure nothing is left
