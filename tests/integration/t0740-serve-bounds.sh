@@ -18,7 +18,9 @@ if [ -n "${ASAN_OPTIONS:-}" ]; then
 	export ASAN_OPTIONS="$ASAN_OPTIONS:quarantine_size_mb=16"
 	RSS_SCALE=3
 fi
-# healthz answered within a second every time, and RSS grew by at most $2 KiB
+# healthz answered within a second every time (a probe evicted by a flood of
+# new unauthenticated connections asks once more at once: serve-attack.py),
+# and RSS grew by at most $2 KiB
 held_up() {
 	echo "$1" >&2
 	expect_eq "$(jget "$1" 'd["healthz_failed"]')" 0 &&
