@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake-runners.h"
 #include "tap.h"
 #include "ward/kernel.h"
 #include "ward/ward.h"
@@ -55,39 +56,22 @@ static char runners[256], outside[300];
 
 static int make_runners(void)
 {
-	snprintf(runners, sizeof(runners), "%s/t-claim.XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	char path[300];
-	if (!mkdtemp(runners) || chmod(runners, 0755) < 0)
+	if (fake_runners_make(runners, sizeof(runners), "t-claim", fake_kernel) < 0)
 		return -1;
-	snprintf(path, sizeof(path), "%s/node", runners);
-	if (mkdir(path, 0755) < 0)
-		return -1;
+	/* a host directory anybody may write: where a planted link points */
 	snprintf(outside, sizeof(outside), "%s/outside", runners);
-	if (mkdir(outside, 0777) < 0 || chmod(outside, 0777) < 0)
-		return -1;
-	snprintf(path, sizeof(path), "%s/node/kernel.sh", runners);
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -1;
-	ssize_t n = write(fd, fake_kernel, sizeof(fake_kernel) - 1);
-	close(fd);
-	return n == (ssize_t)sizeof(fake_kernel) - 1 ? 0 : -1;
+	return mkdir(outside, 0777) < 0 || chmod(outside, 0777) < 0 ? -1 : 0;
 }
 
 static void remove_runners(void)
 {
 	char path[700];
-	snprintf(path, sizeof(path), "%s/node/kernel.sh", runners);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/node", runners);
-	rmdir(path);
 	for (const char *const *f = (const char *const[]){ "x", "leaf", NULL }; *f; f++) {
 		snprintf(path, sizeof(path), "%s/%s", outside, *f);
 		unlink(path);
 	}
 	rmdir(outside);
-	rmdir(runners);
+	fake_runners_remove(runners);
 }
 
 static const struct ward_kernel_options options = { .runners_dir = runners };

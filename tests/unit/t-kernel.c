@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fake-runners.h"
 #include "tap.h"
 #include "ward/kernel.h"
 #include "ward/ward.h"
@@ -120,31 +121,12 @@ static void on_msg(json_t *m, void *ctx)
 
 static int make_runners(void)
 {
-	snprintf(runners, sizeof(runners), "%s/t-kernel.XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	char path[300];
-	if (!mkdtemp(runners) || chmod(runners, 0755) < 0)
-		return -1;
-	snprintf(path, sizeof(path), "%s/node", runners);
-	if (mkdir(path, 0755) < 0)
-		return -1;
-	snprintf(path, sizeof(path), "%s/node/kernel.sh", runners);
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -1;
-	ssize_t n = write(fd, fake_kernel, sizeof(fake_kernel) - 1);
-	close(fd);
-	return n == (ssize_t)sizeof(fake_kernel) - 1 ? 0 : -1;
+	return fake_runners_make(runners, sizeof(runners), "t-kernel", fake_kernel);
 }
 
 static void remove_runners(void)
 {
-	char path[300];
-	snprintf(path, sizeof(path), "%s/node/kernel.sh", runners);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/node", runners);
-	rmdir(path);
-	rmdir(runners);
+	fake_runners_remove(runners);
 }
 
 /* A policy with a time limit that ends a case the channel fails to end. */
