@@ -11,7 +11,11 @@ and memory per idle session. A benchmark, not a test.
 - idle memory: N sessions, each with a python context started by one call,
   then left idle; the memory they cost is the proportional set size (PSS)
   of every process under the daemon, divided by N, and the growth of the
-  daemon's own RSS.
+  daemon's own RSS. Their creation gives the session create p50/p99.
+- crowd (--oneshots M): a one-shot command `true` (POST /v1/executions), M
+  times with no session live, then with the N idle sessions live, then
+  after they ended; and a warm `print(1)` call round-robin over the N
+  sessions while they are all live.
 Standard library only.
 """
 import argparse
@@ -97,6 +101,7 @@ def main():
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--idle", type=int, default=10)
     ap.add_argument("--pid", type=int, default=0)
+    ap.add_argument("--oneshots", type=int, default=0)
     a = ap.parse_args()
     conn = UnixHTTP(a.socket)
     out = {}
@@ -152,15 +157,33 @@ def main():
                                     "max": round(max(cancels), 2)}
     call(conn, a.key, "DELETE", f"/v1/sessions/{sid}")
 
+    def oneshots(label):
+        if not a.oneshots:
+            return
+        lat = []
+        for _ in range(a.oneshots):
+            t0 = time.perf_counter()
+            st, r = call(conn, a.key, "POST", "/v1/executions", {"command": ["true"]})
+            lat.append((time.perf_counter() - t0) * 1000)
+            assert st == 200 and r["status"] == "ok", (st, r)
+        out.setdefault("oneshot_true_ms", {})[label] = {
+            "runs": a.oneshots, "p50": round(statistics.median(lat), 2),
+            "p99": round(pct(lat, 99), 2)}
+
     if a.pid:
         time.sleep(0.5)
+        oneshots("no_sessions")
         before = sum(pss_kb(p) for p in descendants(a.pid))
         rss0 = rss_kb(a.pid)
-        ids = []
+        ids, create = [], []
         for _ in range(a.idle):
+            t0 = time.perf_counter()
             st, s = call(conn, a.key, "POST", "/v1/sessions", {})
+            create.append((time.perf_counter() - t0) * 1000)
             assert st == 201, (st, s)
             ids.append(s["id"])
+        out["session_create_ms"] = {"sessions": a.idle, "p50": round(statistics.median(create), 2),
+                                    "p99": round(pct(create, 99), 2)}
         time.sleep(1.0)
         bare = sum(pss_kb(p) for p in descendants(a.pid))
         for i in ids:
@@ -176,8 +199,23 @@ def main():
             "note": "PSS of every process under the daemon: the sandbox's init, the agent, "
                     "and (after one call) a python kernel",
         }
+        if a.oneshots:
+            oneshots(f"{a.idle}_sessions_live")
+            lat = []
+            for n in range(max(a.calls, a.idle)):
+                i = ids[n % len(ids)]
+                t0 = time.perf_counter()
+                st, r = call(conn, a.key, "POST", f"/v1/sessions/{i}/execute", {"code": "print(1)"})
+                lat.append((time.perf_counter() - t0) * 1000)
+                assert st == 200 and r["stdout"] == "1\n", r
+            out["warm_execute_crowd_ms"] = {"sessions": a.idle, "calls": len(lat),
+                                            "p50": round(statistics.median(lat), 2),
+                                            "p99": round(pct(lat, 99), 2)}
         for i in ids:
             call(conn, a.key, "DELETE", f"/v1/sessions/{i}")
+        if a.oneshots:
+            time.sleep(1.0)
+            oneshots("after_sessions_ended")
     print(json.dumps(out, indent=1))
 
 
