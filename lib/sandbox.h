@@ -178,6 +178,12 @@ int ward_layers_apply(const struct ward_layer_desc *rows, size_t n, enum ward_st
 /* --- layers: parent-side preparation (may allocate) --- */
 int ward_userns_prepare(struct ward_plan *plan, struct ward_error *err);
 int ward_image_host_prepare(struct ward_plan *plan, struct ward_error *err);
+
+/* Parent: opens ward's runtime directory (lib/layers/rundir.c), creating
+ * it when missing, and checks that no other user can write it or anything
+ * above it. Returns an O_PATH directory fd and its path in path, or -errno
+ * (-EPERM: unsafe; -ENOENT: no default for this user). */
+int ward_rundir_open(char *path, size_t len);
 int ward_mounts_prepare(struct ward_plan *plan, struct ward_error *err);
 int ward_landlock_prepare(struct ward_plan *plan, struct ward_error *err);
 int ward_rlimits_prepare(struct ward_plan *plan, struct ward_error *err);

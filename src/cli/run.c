@@ -15,9 +15,10 @@
 #include "options.h"
 #include "status.h"
 #include "run.h"
+#include "sandbox.h"
 #include "ward/ward.h"
 
-enum { EXIT_USAGE = 2, EXIT_SETUP = 125 };
+enum { EXIT_USAGE = 2, EXIT_SETUP = 125, GC_INTERVAL_S = 10 };
 
 static void print_error(const struct ward_error *err)
 {
@@ -105,8 +106,13 @@ int ward_cli_run(int argc, char **argv)
 		print_error(&err);
 		goto out;
 	}
-	/* Leftovers of supervisors that were killed are removed first. */
-	ward_cgroup_gc(NULL, NULL);
+	/* Leftovers of supervisors that were killed are removed, at most once
+	 * per GC_INTERVAL_S: a scan costs a lookup per live sandbox. */
+	char rundir[PATH_MAX];
+	int rfd = ward_rundir_open(rundir, sizeof(rundir));
+	ward_cgroup_gc_every(NULL, rfd, "cgroup-gc.stamp", GC_INTERVAL_S, NULL);
+	if (rfd >= 0)
+		close(rfd);
 
 	struct ward_run_options opts = {
 		.output = o->json ? WARD_OUTPUT_CAPTURE : WARD_OUTPUT_PASSTHROUGH,
