@@ -346,9 +346,9 @@ int ward_mounts_open_sources(struct ward_plan *plan, struct ward_error *err)
 		struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID };
 		/* noexec wherever the sandbox can write: no execve, no ld.so and
 		 * no mmap(PROT_EXEC) of a file it made (docs/threat-model.md) */
-		if (m->device || m->writable)
+		if (m->device || m->writable || m->noexec)
 			attr.attr_set |= MOUNT_ATTR_NOEXEC;
-		else
+		if (!m->device)
 			attr.attr_set |= MOUNT_ATTR_NODEV;
 		if (!m->writable)
 			attr.attr_set |= MOUNT_ATTR_RDONLY;
