@@ -203,6 +203,14 @@ enum { WARD_ETC_MAX = 24 };
 int ward_etc_template_get(int rundir, const char *rundir_path, const struct ward_etc_entry *e,
 			  size_t n, char *out, size_t len);
 
+/* ward_run up to the verdict (lib/run.c): *sb is left to the caller, who
+ * calls ward_sandbox_release (always: *sb may be NULL on a setup failure),
+ * e.g. after writing the verdict out. */
+struct ward_run_options;
+int ward_run_ended(const struct ward_policy *policy, char *const argv[],
+		   const struct ward_run_options *opts, struct ward_verdict *v,
+		   struct ward_error *err, struct ward_sandbox **sb);
+
 /* Parent: opens ward's runtime directory (lib/layers/rundir.c), creating
  * it when missing, and checks that no other user can write it or anything
  * above it. Returns an O_PATH directory fd and its path in path, or -errno

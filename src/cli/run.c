@@ -122,7 +122,10 @@ int ward_cli_run(int argc, char **argv)
 	};
 	struct ward_verdict v;
 	ward_verdict_init(&v);
-	int r = ward_run(&policy, o->argv, &opts, &v, &err);
+	/* The verdict and the exit status come first; the teardown after, but
+	 * before this returns: nothing of the sandbox outlives `ward run`. */
+	struct ward_sandbox *sb;
+	int r = ward_run_ended(&policy, o->argv, &opts, &v, &err, &sb);
 	if (r < 0 && !o->json)
 		print_error(&err);
 	if (o->json) {
@@ -135,6 +138,8 @@ int ward_cli_run(int argc, char **argv)
 		print_summary(o, &v);
 	}
 	status = ward_cli_exit_status(&v);
+	fflush(stdout);
+	ward_sandbox_release(sb);
 	ward_verdict_release(&v);
 out:
 	ward_policy_release(&policy);
