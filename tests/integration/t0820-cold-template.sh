@@ -1,0 +1,101 @@
+#!/bin/bash
+# The /etc template: built once per identity in the runtime directory,
+# bound read-only into each sandbox, the same /etc a sandbox would have
+# written for itself, and never used when it is not what it should be.
+. "$(dirname "$0")/../lib.sh"
+test_user_prereqs
+if [ -z "${prereq_missing[USER]:-}" ] &&
+   ! setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups test -x "$WARD"; then
+	test_set_prereq_missing USER "$TEST_USER cannot reach $WARD"
+fi
+as_user() { setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups "$@"; }
+
+RUNDIR=/run/ward
+# What /etc holds, seen from inside: every entry's type and mode, and
+# each file's digest; the bound host directories only by name.
+LIST='cd /etc && find . \( -path ./alternatives/\* -o -path ./ssl/certs/\* -o -path ./fonts/\* \) -prune -o -printf "%p %y %m\n" | sort &&
+	find . \( -path ./alternatives -o -path ./ssl/certs -o -path ./fonts \) -prune -o -type f -print | sort | xargs md5sum'
+# The mount the sandbox's /etc comes from (its root in the host's tree).
+ETC_SRC='awk "\$5 == \"/etc\" { s = \$4 } END { print s ? s : \"none\" }" /proc/self/mountinfo'
+templates() { ls -d $RUNDIR/etc-* 2>/dev/null | wc -l; }
+# The template the default policy uses, as the sandbox's mount table names it.
+template() { "$WARD" run -q -- sh -c "$ETC_SRC" | sed "s|/etc\$||"; }
+
+test_expect_success REALROOT 'the sandbox'"'"'s /etc is the template, bound read-only, nosuid, nodev, noexec' '
+	"$WARD" run -q -- sh -c "$ETC_SRC; grep \" /etc \" /proc/self/mountinfo" > out &&
+	src=$(head -1 out) && expect_contains "$src" "$RUNDIR/etc-" &&
+	opts=$(tail -1 out | cut -d" " -f6) &&
+	for o in ro nosuid nodev noexec; do expect_contains ",$opts," ",$o," || exit 1; done
+'
+test_expect_success REALROOT 'the template holds the same /etc as a synthesized one' '
+	"$WARD" run -q -- sh -c "$LIST" > with-template &&
+	# a runtime directory that others may write is refused: synthesized
+	chmod 0777 $RUNDIR &&
+	{ "$WARD" run -q -- sh -c "$ETC_SRC; $LIST" > synthesized; rc=$?; chmod 0755 $RUNDIR; [ $rc = 0 ]; } &&
+	expect_eq "$(head -1 synthesized)" none &&
+	tail -n +2 synthesized > synthesized.list &&
+	grep -q "  ./passwd\$" with-template && grep -q "  ./ld.so.cache\$" with-template &&
+	diff with-template synthesized.list
+'
+test_expect_success REALROOT 'a sandbox cannot write the template, and the next run sees nothing of it' '
+	t=$(template) && ino=$(stat -c %i "$t") && cp "$t/etc/passwd" passwd.before &&
+	"$WARD" run -q -- sh -c "for f in /etc/passwd /etc/x /etc/ssl/y; do
+		if echo x > \$f; then echo WROTE \$f; fi; done 2>&1;
+		touch /etc/hosts 2>&1; chmod 777 /etc/passwd 2>&1; rm /etc/group 2>&1; mkdir /etc/d 2>&1" > out
+	! grep -q WROTE out && expect_eq "$(grep -c "Read-only file system" out)" 6 &&
+	expect_eq "$(grep -v -E "Read-only file system|Permission denied" out)" "" &&
+	cmp "$t/etc/passwd" passwd.before && expect_eq "$(stat -c %i "$t")" "$ino" &&
+	"$WARD" run -q -- sh -c "cat /etc/passwd; test ! -e /etc/x && test ! -e /etc/d && test -e /etc/group" > passwd.after &&
+	cmp passwd.before passwd.after
+'
+test_expect_success REALROOT 'a tampered template is not used: it is rebuilt' '
+	"$WARD" run -q -- cat /etc/passwd > want &&
+	t=$(template) && echo "evil:x:0:0::/:/bin/sh" >> "$t/etc/passwd" &&
+	"$WARD" run -q -- cat /etc/passwd > got && cmp want got &&
+	# a same-size rewrite in place: the ctime tells
+	t=$(template) && printf X | dd of="$t/etc/passwd" bs=1 seek=0 conv=notrunc 2>/dev/null &&
+	"$WARD" run -q -- cat /etc/passwd > got && cmp want got &&
+	# an entry planted beside the others
+	t=$(template) && echo secret > "$t/etc/shadow" &&
+	"$WARD" run -q -- sh -c "test ! -e /etc/shadow" &&
+	expect_eq "$(ls -A $RUNDIR | grep -c "^\.")" 0
+'
+test_expect_success REALROOT 'a template made writable by others, or owned by another user, is not used' '
+	"$WARD" run -q -- cat /etc/hosts > want &&
+	t=$(template) && chmod o+w "$t/etc/hosts" &&
+	"$WARD" run -q -- cat /etc/hosts > got && cmp want got &&
+	t=$(template) && expect_eq "$(stat -c %a "$t/etc/hosts")" 644 &&
+	t=$(template) && chmod g+w "$t/etc" &&
+	"$WARD" run -q -- true && t=$(template) && expect_eq "$(stat -c %a "$t/etc")" 755 &&
+	t=$(template) && chown nobody "$t" &&
+	"$WARD" run -q -- true && t=$(template) && expect_eq "$(stat -c %U "$t")" root
+'
+test_expect_success REALROOT 'one template per identity, not per run' '
+	"$WARD" run -q -- true && n=$(templates) &&
+	i=0; while [ $i -lt 20 ]; do "$WARD" run -q -- true || exit 1; i=$((i + 1)); done &&
+	expect_eq "$(templates)" "$n" &&
+	echo "{\"hostname\": \"other$$\"}" > p.json &&
+	out=$("$WARD" run -q --policy p.json -- cat /etc/hostname) && expect_eq "$out" "other$$" &&
+	"$WARD" run -q --policy p.json -- true && expect_eq "$(templates)" $((n + 1)) &&
+	# that identity is this test'"'"'s alone: its template goes with it
+	other=$("$WARD" run -q --policy p.json -- sh -c "$ETC_SRC" | sed "s|/etc\$||") &&
+	expect_contains "$other" "$RUNDIR/etc-" && rm -rf "$other" &&
+	expect_eq "$(ls -A $RUNDIR | grep -c "^\.")" 0
+'
+test_expect_success USER 'rootless: the template is the user'"'"'s, in its own state directory' '
+	mkdir home && chown "$TEST_USER" home &&
+	as_user env -u XDG_RUNTIME_DIR -u XDG_STATE_HOME HOME="$PWD/home" \
+		"$WARD" run -q -- sh -c "$ETC_SRC; cat /etc/passwd" > out &&
+	expect_contains "$(head -1 out)" "/.local/state/ward/etc-" &&
+	grep -q "^sandbox:" out &&
+	expect_eq "$(stat -c %U home/.local/state/ward/etc-*)" "$TEST_USER"
+'
+test_expect_success USER 'rootless: a state directory writable by others is refused; /etc is synthesized' '
+	mkdir home2 && chown "$TEST_USER" home2 &&
+	as_user mkdir -p home2/.local/state/ward && chmod 0777 home2/.local/state/ward &&
+	as_user env -u XDG_RUNTIME_DIR -u XDG_STATE_HOME HOME="$PWD/home2" \
+		"$WARD" run -q -- sh -c "$ETC_SRC; cat /etc/hostname" > out &&
+	expect_eq "$(head -1 out)" none && expect_eq "$(tail -1 out)" sandbox &&
+	expect_eq "$(ls home2/.local/state/ward)" ""
+'
+test_done
