@@ -135,11 +135,12 @@ static bool stat_ok(const struct stat *st, uid_t me)
 	       (!S_ISREG(st->st_mode) || st->st_nlink == 1);
 }
 
-static int manifest_line(char *buf, size_t len, int etc, const char *name)
+static int manifest_line(char *buf, size_t len, int etc, const char *name, struct stat *out)
 {
-	struct stat st;
-	if (fstatat(etc, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	struct stat tmp, *stp = out ? out : &tmp;
+	if (fstatat(etc, name, stp, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
+	const struct stat st = *stp;
 	int n = snprintf(buf, len, "%o %llu %lld %lld.%09ld %s\n", (unsigned)st.st_mode,
 			 (unsigned long long)st.st_ino, (long long)st.st_size,
 			 (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec, name);
@@ -175,8 +176,7 @@ static bool verify(int rundir, const char *name, uid_t me)
 			return false;
 		*next++ = '\0';
 		const char *nm = strrchr(line, ' ');
-		if (!nm || manifest_line(got, sizeof(got), etc, nm + 1) < 0 ||
-		    fstatat(etc, nm + 1, &st, AT_SYMLINK_NOFOLLOW) < 0 || !stat_ok(&st, me))
+		if (!nm || manifest_line(got, sizeof(got), etc, nm + 1, &st) < 0 || !stat_ok(&st, me))
 			return false;
 		snprintf(want, sizeof(want), "%s\n", line);
 		if (strcmp(want, got) != 0)
@@ -214,7 +214,7 @@ static int add_line(int etc, const char *name, char *buf, size_t cap, size_t *us
 	buf[*used] = '\0';
 	if (strstr(buf, probe))
 		return 0;
-	int n = manifest_line(buf + *used, cap - *used, etc, name);
+	int n = manifest_line(buf + *used, cap - *used, etc, name, NULL);
 	if (n < 0)
 		return n;
 	*used += (size_t)n;

@@ -18,12 +18,12 @@
 #include "base/util.h"
 #include "sandbox.h"
 
-static int default_path(char *buf, size_t len)
+static int default_path(char *buf, size_t len, bool initial)
 {
 	const char *xdg_run = getenv("XDG_RUNTIME_DIR"), *xdg_state = getenv("XDG_STATE_HOME");
 	const char *home = getenv("HOME");
 	int n;
-	if (geteuid() == 0 && ward_proc_initial_userns(NULL))
+	if (geteuid() == 0 && initial)
 		n = snprintf(buf, len, "/run/ward");
 	else if (xdg_run && xdg_run[0] == '/')
 		n = snprintf(buf, len, "%s/ward", xdg_run);
@@ -53,12 +53,11 @@ static bool dir_ok(const struct stat *st, bool last, uid_t unmapped)
 /* Walks path from "/" without following a symlink, creating what is missing
  * (mode), checking each directory on its open fd. Returns an O_PATH fd of
  * the last one, or -errno. */
-static int walk_checked(const char *path, mode_t mode)
+static int walk_checked(const char *path, mode_t mode, uid_t unmapped)
 {
 	char buf[PATH_MAX];
 	if (ward_strlcpy(buf, path, sizeof(buf)) >= sizeof(buf))
 		return -ENAMETOOLONG;
-	uid_t unmapped = ward_proc_initial_userns(NULL) ? (uid_t)-1 : ward_proc_overflow_uid();
 	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	char *save = NULL;
 	for (char *c = strtok_r(buf + 1, "/", &save); fd >= 0 && c;) {
@@ -80,8 +79,10 @@ static int walk_checked(const char *path, mode_t mode)
 
 int ward_rundir_open(char *path, size_t len)
 {
-	int r = default_path(path, len);
+	bool initial = ward_proc_initial_userns(NULL);
+	int r = default_path(path, len, initial);
 	if (r < 0)
 		return r;
-	return walk_checked(path, geteuid() == 0 ? 0755 : 0700);
+	return walk_checked(path, geteuid() == 0 ? 0755 : 0700,
+			    initial ? (uid_t)-1 : ward_proc_overflow_uid());
 }
