@@ -52,6 +52,9 @@ struct ward_mount_op {
 	int fd;                /* BIND: open_tree fd, filled in the child */
 };
 
+/* The hostname of a policy that names none. */
+#define WARD_DEFAULT_HOSTNAME "sandbox"
+
 struct ward_landlock_rule {
 	const char *path;      /* inside the sandbox */
 	uint64_t access;       /* LANDLOCK_ACCESS_FS_* before ABI masking */

@@ -15,7 +15,8 @@
  * write, a chmod, a replacement or an added entry changes one of them).
  * Anything else is moved aside and rebuilt; a build is made in a temporary
  * directory and renamed into place, so a reader never sees half a template.
- * Templates unused for a day are removed when a new one is built.
+ * Templates unused for a day are removed when a new one is built, and no
+ * more than MAX_TEMPLATES are kept: past that, /etc is written per sandbox.
  * Parent-only. Never follows a symlink inside the runtime directory.
  */
 #include <dirent.h>
@@ -37,6 +38,7 @@ enum {
 	COPY_MAX = 4 << 20,       /* a host file larger than this is left out */
 	REMOVE_DEPTH = 8,
 	UNUSED_S = 24 * 3600,     /* removed at the next build after a day unused */
+	MAX_TEMPLATES = 8,        /* beyond this many, /etc is written per sandbox */
 	TOUCH_S = 3600,           /* a use refreshes the manifest's mtime this often */
 };
 
@@ -314,15 +316,17 @@ static int build(int rundir, const char *tmp, const struct ward_etc_entry *e, si
 	return mf < 0 ? -errno : write_fd(mf, manifest, used);
 }
 
-/* Removes the templates whose manifest was not touched for UNUSED_S. */
-static void remove_unused(int rundir, const char *keep)
+/* Removes the templates whose manifest was not touched for UNUSED_S, and
+ * returns how many remain besides keep. */
+static size_t remove_unused(int rundir, const char *keep)
 {
+	size_t left = 0;
 	int fd = openat(rundir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
 		if (fd >= 0)
 			close(fd);
-		return;
+		return MAX_TEMPLATES;
 	}
 	time_t now = time(NULL);
 	struct dirent *de;
@@ -334,8 +338,11 @@ static void remove_unused(int rundir, const char *keep)
 		snprintf(mf, sizeof(mf), "%s/manifest", de->d_name);
 		if (fstatat(rundir, mf, &st, AT_SYMLINK_NOFOLLOW) < 0 || now - st.st_mtim.tv_sec > UNUSED_S)
 			discard(rundir, de->d_name);
+		else
+			left++;
 	}
 	closedir(d);
+	return left;
 }
 
 int ward_etc_template_get(int rundir, const char *rundir_path, const struct ward_etc_entry *e,
@@ -353,15 +360,17 @@ int ward_etc_template_get(int rundir, const char *rundir_path, const struct ward
 		return -ENAMETOOLONG;
 	if (verify(rundir, name, me))
 		return 0;
-	/* Absent, or not what it should be: aside with it, and build anew. */
+	/* Absent, or not what it should be: aside with it, and build anew,
+	 * unless the directory holds enough templates already (host files
+	 * that change often): a bound on what the runtime directory holds. */
 	discard(rundir, name);
+	if (remove_unused(rundir, name) >= MAX_TEMPLATES)
+		return -ENOSPC;
 	random_name(tmp, sizeof(tmp), ".build-");
 	int r = build(rundir, tmp, e, n, st);
 	if (r == 0 && renameat(rundir, tmp, rundir, name) < 0)
 		r = -errno; /* another run was faster: use its template */
 	if (r < 0)
 		remove_tree(rundir, tmp, 0);
-	if (r == 0)
-		remove_unused(rundir, name);
 	return verify(rundir, name, me) ? 0 : (r < 0 ? r : -EPERM);
 }

@@ -194,13 +194,18 @@ static int add_etc_binds(struct ward_plan *plan, const struct ward_etc_entry *e,
 }
 
 /* Binds the template of this /etc read-only at /etc; *used stays false
- * when there is none (no safe runtime directory, or it could not be built),
- * and the caller synthesizes. */
+ * when there is none (another hostname than the default, no safe runtime
+ * directory, or it could not be built), and the caller synthesizes. */
 static int use_template(struct ward_plan *plan, const struct ward_etc_entry *e, size_t n,
 			bool *used, struct ward_error *err)
 {
 	char dir[PATH_MAX], path[PATH_MAX];
 	*used = false;
+	/* The key must not be the policy's to choose: a template per hostname
+	 * would let the callers of a service fill the runtime directory. The
+	 * default one is shared; any other /etc is written per sandbox. */
+	if (strcmp(plan->hostname, WARD_DEFAULT_HOSTNAME) != 0)
+		return 0;
 	int fd = ward_rundir_open(dir, sizeof(dir));
 	if (fd < 0)
 		return 0;

@@ -70,17 +70,30 @@ test_expect_success REALROOT 'a template made writable by others, or owned by an
 	t=$(template) && chown nobody "$t" &&
 	"$WARD" run -q -- true && t=$(template) && expect_eq "$(stat -c %U "$t")" root
 '
-test_expect_success REALROOT 'one template per identity, not per run' '
+test_expect_success REALROOT 'one template per identity, not per run; no template for a hostname of the policy'"'"'s' '
 	"$WARD" run -q -- true && n=$(templates) &&
 	i=0; while [ $i -lt 20 ]; do "$WARD" run -q -- true || exit 1; i=$((i + 1)); done &&
 	expect_eq "$(templates)" "$n" &&
+	# the hostname is the policy'"'"'s: callers must not choose how many
+	# templates there are, so such an /etc is written per sandbox
 	echo "{\"hostname\": \"other$$\"}" > p.json &&
-	out=$("$WARD" run -q --policy p.json -- cat /etc/hostname) && expect_eq "$out" "other$$" &&
-	"$WARD" run -q --policy p.json -- true && expect_eq "$(templates)" $((n + 1)) &&
-	# that identity is this test'"'"'s alone: its template goes with it
-	other=$("$WARD" run -q --policy p.json -- sh -c "$ETC_SRC" | sed "s|/etc\$||") &&
-	expect_contains "$other" "$RUNDIR/etc-" && rm -rf "$other" &&
+	"$WARD" run -q --policy p.json -- sh -c "$ETC_SRC; cat /etc/hostname; grep other$$ /etc/hosts" > out &&
+	expect_eq "$(head -2 out)" "none
+other$$" && expect_contains "$(tail -1 out)" "other$$" &&
+	expect_eq "$(templates)" "$n" &&
 	expect_eq "$(ls -A $RUNDIR | grep -c "^\.")" 0
+'
+test_expect_success REALROOT 'at most 8 templates: past that, /etc is written per sandbox' '
+	t=$(template) &&
+	i=0; while [ $i -lt 8 ]; do
+		mkdir "$RUNDIR/etc-planted$$-$i" && touch "$RUNDIR/etc-planted$$-$i/manifest"; i=$((i + 1))
+	done &&
+	rm -rf "$t" &&
+	"$WARD" run -q -- sh -c "$ETC_SRC; cat /etc/hostname" > out; rc=$?
+	rm -rf "$RUNDIR"/etc-planted$$-*
+	[ $rc = 0 ] && expect_eq "$(cat out)" "none
+sandbox" && test ! -e "$t" &&
+	"$WARD" run -q -- true && test -d "$t"
 '
 test_expect_success USER 'rootless: the template is the user'"'"'s, in its own state directory' '
 	mkdir home && chown "$TEST_USER" home &&
