@@ -111,4 +111,25 @@ test_expect_success USER 'rootless: a state directory writable by others is refu
 	expect_eq "$(head -1 out)" none && expect_eq "$(tail -1 out)" sandbox &&
 	expect_eq "$(ls home2/.local/state/ward)" ""
 '
+# Unprivileged (as a user, or root of a user namespace): the runtime
+# directory is under a private HOME.
+uw() { env -u XDG_RUNTIME_DIR -u XDG_STATE_HOME HOME="$TEST_TMP/uhome" "$WARD" run -q "$@"; }
+UDIR=$TEST_TMP/uhome/.local/state/ward
+mkdir -p "$TEST_TMP/uhome"
+test_expect_success NONROOT 'unprivileged: /etc is a template in the user'"'"'s state directory, the same as a synthesized one' '
+	uw -- sh -c "$ETC_SRC" > src && expect_contains "$(cat src)" "$UDIR/etc-" &&
+	uw -- sh -c "$LIST" > with-template &&
+	env -u HOME -u XDG_RUNTIME_DIR -u XDG_STATE_HOME "$WARD" run -q -- sh -c "$ETC_SRC; $LIST" > synthesized &&
+	expect_eq "$(head -1 synthesized)" none &&
+	tail -n +2 synthesized > synthesized.list &&
+	grep -q "  ./passwd\$" with-template && diff with-template synthesized.list
+'
+test_expect_success NONROOT 'unprivileged: the template cannot be written from inside; a tampered one is rebuilt' '
+	uw -- sh -c "echo x > /etc/passwd; echo x > /etc/new" 2> err; grep -c "Read-only file system" err > n &&
+	expect_eq "$(cat n)" 2 &&
+	uw -- cat /etc/passwd > want &&
+	t=$(ls -d "$UDIR"/etc-* | head -1) && chmod u+w "$t/etc/passwd" && echo "evil:x:0:0::/:/bin/sh" >> "$t/etc/passwd" &&
+	uw -- cat /etc/passwd > got && cmp want got &&
+	expect_eq "$(ls -d "$UDIR"/etc-* | wc -l)" 1
+'
 test_done
