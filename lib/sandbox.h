@@ -205,6 +205,10 @@ enum { WARD_ETC_MAX = 24 };
  * synthesizes /etc). See lib/layers/etc_template.c. */
 int ward_etc_template_get(int rundir, const char *rundir_path, const struct ward_etc_entry *e,
 			  size_t n, char *out, size_t len);
+/* Parent: removes the templates in rundir unused for a day, and what
+ * interrupted builds left. Returns how many, or -errno. Whatever sandbox
+ * still has one mounted loses its /etc files: for `ward gc`, not for a run. */
+int ward_etc_template_gc(int rundir);
 
 /* ward_run up to the verdict (lib/run.c): *sb is left to the caller, who
  * calls ward_sandbox_release (always: *sb may be NULL on a setup failure),

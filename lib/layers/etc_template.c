@@ -15,8 +15,10 @@
  * write, a chmod, a replacement or an added entry changes one of them).
  * Anything else is moved aside and rebuilt; a build is made in a temporary
  * directory and renamed into place, so a reader never sees half a template.
- * Templates unused for a day are removed when a new one is built, and no
- * more than MAX_TEMPLATES are kept: past that, /etc is written per sandbox.
+ * A good template is never removed by a run: a sandbox may have it mounted
+ * (a session, for days), and removing its files would empty that sandbox's
+ * /etc. No more than MAX_TEMPLATES are kept: past that, /etc is written per
+ * sandbox; `ward gc` removes the ones unused for a day.
  * Parent-only. Never follows a symlink inside the runtime directory.
  */
 #include <dirent.h>
@@ -37,7 +39,7 @@ enum {
 	MANIFEST_MAX = 64 * 1024,
 	COPY_MAX = 4 << 20,       /* a host file larger than this is left out */
 	REMOVE_DEPTH = 8,
-	UNUSED_S = 24 * 3600,     /* removed at the next build after a day unused */
+	UNUSED_S = 24 * 3600,     /* `ward gc` removes what was unused for a day */
 	MAX_TEMPLATES = 8,        /* beyond this many, /etc is written per sandbox */
 	TOUCH_S = 3600,           /* a use refreshes the manifest's mtime this often */
 };
@@ -119,13 +121,23 @@ static void random_name(char *buf, size_t len, const char *prefix)
 	snprintf(buf, len, "%s%s", prefix, hex);
 }
 
-/* Moves a template that failed to verify out of the way, then removes it. */
+static bool verify(int rundir, const char *name, uid_t me);
+
+/* Moves a template that failed to verify out of the way, then removes it.
+ * Another run may have rebuilt it in between: what was moved is checked
+ * again, and a good one is put back (or, if a newer one took its place
+ * meanwhile, left aside for `ward gc`: a sandbox may have it mounted, and
+ * removing its files would empty that sandbox's /etc). */
 static void discard(int rundir, const char *name)
 {
 	char trash[64];
 	random_name(trash, sizeof(trash), ".trash-");
-	if (renameat(rundir, name, rundir, trash) == 0)
+	if (renameat(rundir, name, rundir, trash) < 0)
+		return;
+	if (!verify(rundir, trash, geteuid()))
 		remove_tree(rundir, trash, 0);
+	else
+		renameat2(rundir, trash, rundir, name, RENAME_NOREPLACE);
 }
 
 /* ---- the manifest: one line per entry, "mode ino size ctime.ns name" ---- */
@@ -316,11 +328,10 @@ static int build(int rundir, const char *tmp, const struct ward_etc_entry *e, si
 	return mf < 0 ? -errno : write_fd(mf, manifest, used);
 }
 
-/* Removes the templates whose manifest was not touched for UNUSED_S, and
- * returns how many remain besides keep. */
-static size_t remove_unused(int rundir, const char *keep)
+/* How many templates the runtime directory holds. */
+static size_t count_templates(int rundir)
 {
-	size_t left = 0;
+	size_t n = 0;
 	int fd = openat(rundir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
@@ -328,21 +339,40 @@ static size_t remove_unused(int rundir, const char *keep)
 			close(fd);
 		return MAX_TEMPLATES;
 	}
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL)
+		n += strncmp(de->d_name, "etc-", 4) == 0;
+	closedir(d);
+	return n;
+}
+
+int ward_etc_template_gc(int rundir)
+{
+	int fd = openat(rundir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
 	time_t now = time(NULL);
 	struct dirent *de;
+	int removed = 0;
 	while ((de = readdir(d)) != NULL) {
 		char mf[300];
 		struct stat st;
-		if (strncmp(de->d_name, "etc-", 4) != 0 || strcmp(de->d_name, keep) == 0)
+		bool tmp = strncmp(de->d_name, ".trash-", 7) == 0 || strncmp(de->d_name, ".build-", 7) == 0;
+		if (!tmp && strncmp(de->d_name, "etc-", 4) != 0)
 			continue;
-		snprintf(mf, sizeof(mf), "%s/manifest", de->d_name);
-		if (fstatat(rundir, mf, &st, AT_SYMLINK_NOFOLLOW) < 0 || now - st.st_mtim.tv_sec > UNUSED_S)
-			discard(rundir, de->d_name);
-		else
-			left++;
+		/* a template's age is its manifest's, refreshed by its use */
+		snprintf(mf, sizeof(mf), "%s/%s", de->d_name, tmp ? "." : "manifest");
+		if (fstatat(rundir, mf, &st, AT_SYMLINK_NOFOLLOW) == 0 && now - st.st_mtim.tv_sec <= UNUSED_S)
+			continue;
+		remove_tree(rundir, de->d_name, 0);
+		removed++;
 	}
 	closedir(d);
-	return left;
+	return removed;
 }
 
 int ward_etc_template_get(int rundir, const char *rundir_path, const struct ward_etc_entry *e,
@@ -360,11 +390,12 @@ int ward_etc_template_get(int rundir, const char *rundir_path, const struct ward
 		return -ENAMETOOLONG;
 	if (verify(rundir, name, me))
 		return 0;
-	/* Absent, or not what it should be: aside with it, and build anew,
-	 * unless the directory holds enough templates already (host files
-	 * that change often): a bound on what the runtime directory holds. */
-	discard(rundir, name);
-	if (remove_unused(rundir, name) >= MAX_TEMPLATES)
+	/* Not what it should be: aside with it. Absent: build it, unless the
+	 * directory holds enough templates already (host files that change
+	 * often): a bound on what the runtime directory holds. */
+	if (faccessat(rundir, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		discard(rundir, name);
+	if (count_templates(rundir) >= MAX_TEMPLATES)
 		return -ENOSPC;
 	random_name(tmp, sizeof(tmp), ".build-");
 	int r = build(rundir, tmp, e, n, st);

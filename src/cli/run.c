@@ -151,7 +151,8 @@ int ward_cli_gc(int argc, char **argv)
 {
 	(void)argv;
 	if (argc > 1) {
-		fputs("usage: ward gc\n\nRemoves cgroups left by ward supervisors that no longer run.\n",
+		fputs("usage: ward gc\n\nRemoves cgroups left by ward supervisors that no longer run,\n"
+		      "and /etc templates no run has used for a day.\n",
 		      argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
 			      ? stdout : stderr);
 		return argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? 0 : EXIT_USAGE;
@@ -164,5 +165,13 @@ int ward_cli_gc(int argc, char **argv)
 		return 1;
 	}
 	printf("ward: removed %d leftover sandbox%s\n", n, n == 1 ? "" : "es");
+	/* and the /etc templates no run has used for a day */
+	char dir[PATH_MAX];
+	int fd = ward_rundir_open(dir, sizeof(dir));
+	int t = fd >= 0 ? ward_etc_template_gc(fd) : 0;
+	if (fd >= 0)
+		close(fd);
+	if (t > 0)
+		printf("ward: removed %d unused template%s from '%s'\n", t, t == 1 ? "" : "s", dir);
 	return 0;
 }

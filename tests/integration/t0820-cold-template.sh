@@ -95,6 +95,15 @@ test_expect_success REALROOT 'at most 8 templates: past that, /etc is written pe
 sandbox" && test ! -e "$t" &&
 	"$WARD" run -q -- true && test -d "$t"
 '
+test_expect_success REALROOT 'ward gc removes templates unused for a day, never one in use' '
+	t=$(template) &&
+	mkdir "$RUNDIR/etc-old$$" && touch -d "2 days ago" "$RUNDIR/etc-old$$/manifest" &&
+	mkdir "$RUNDIR/etc-recent$$" && touch "$RUNDIR/etc-recent$$/manifest" &&
+	"$WARD" gc > out; rc=$?
+	ok=0; test ! -e "$RUNDIR/etc-old$$" && test -d "$RUNDIR/etc-recent$$" && ok=1
+	rm -rf "$RUNDIR/etc-old$$" "$RUNDIR/etc-recent$$"
+	[ $rc = 0 ] && [ $ok = 1 ] && test -d "$t" && expect_contains "$(cat out)" "removed 1 unused template"
+'
 test_expect_success USER 'rootless: the template is the user'"'"'s, in its own state directory' '
 	mkdir home && chown "$TEST_USER" home &&
 	as_user env -u XDG_RUNTIME_DIR -u XDG_STATE_HOME HOME="$PWD/home" \
