@@ -3,7 +3,8 @@
  *
  * As root of the initial user namespace: /run/ward. Otherwise
  * $XDG_RUNTIME_DIR/ward, else $XDG_STATE_HOME/ward, else
- * $HOME/.local/state/ward. Parent-only. It must never hand out a directory
+ * $HOME/.local/state/ward, made 0750 as root (as `ward serve` makes it for
+ * its socket), else 0700. Parent-only. It must never hand out a directory
  * that another user could write: the directory itself is the caller's and
  * closed to group and others, every directory above it is root's or the
  * caller's and writable by others only with the sticky bit. Anything else
@@ -83,6 +84,6 @@ int ward_rundir_open(char *path, size_t len)
 	int r = default_path(path, len, initial);
 	if (r < 0)
 		return r;
-	return walk_checked(path, geteuid() == 0 ? 0755 : 0700,
+	return walk_checked(path, geteuid() == 0 && initial ? 0750 : 0700,
 			    initial ? (uid_t)-1 : ward_proc_overflow_uid());
 }

@@ -30,8 +30,8 @@ test_expect_success REALROOT 'the sandbox'"'"'s /etc is the template, bound read
 test_expect_success REALROOT 'the template holds the same /etc as a synthesized one' '
 	"$WARD" run -q -- sh -c "$LIST" > with-template &&
 	# a runtime directory that others may write is refused: synthesized
-	chmod 0777 $RUNDIR &&
-	{ "$WARD" run -q -- sh -c "$ETC_SRC; $LIST" > synthesized; rc=$?; chmod 0755 $RUNDIR; [ $rc = 0 ]; } &&
+	mode=$(stat -c %a $RUNDIR) && chmod 0777 $RUNDIR &&
+	{ "$WARD" run -q -- sh -c "$ETC_SRC; $LIST" > synthesized; rc=$?; chmod "$mode" $RUNDIR; [ $rc = 0 ]; } &&
 	expect_eq "$(head -1 synthesized)" none &&
 	tail -n +2 synthesized > synthesized.list &&
 	grep -q "  ./passwd\$" with-template && grep -q "  ./ld.so.cache\$" with-template &&
