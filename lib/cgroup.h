@@ -138,4 +138,13 @@ int ward_cgroup_make_name(char *buf, size_t len, const char *sandbox_id);
  * Returns the number of sandboxes removed or -errno. */
 int ward_cgroup_gc(const char *root, struct ward_error *err);
 
+/* ward_cgroup_gc at most once per interval_s, for a per-run caller: a scan
+ * costs a /proc lookup per live sandbox, which must not be paid by every
+ * run. The time of the last scan is the mtime of `stamp` (a file name in the
+ * directory dirfd, made on first use); a stamp in the future counts as due.
+ * dirfd < 0 (no runtime directory): scans every time. Returns what
+ * ward_cgroup_gc returned, or 0 when no scan was due. */
+int ward_cgroup_gc_every(const char *root, int dirfd, const char *stamp,
+			 unsigned interval_s, struct ward_error *err);
+
 #endif

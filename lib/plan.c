@@ -60,7 +60,7 @@ int ward_plan_build(struct ward_plan *plan, const struct ward_policy_plan *base,
 		plan->n_extra_binds = opts->n_binds;
 	}
 	plan->workdir = policy->workdir ? policy->workdir : "/workspace";
-	plan->hostname = policy->hostname ? policy->hostname : "sandbox";
+	plan->hostname = policy->hostname ? policy->hostname : WARD_DEFAULT_HOSTNAME;
 	plan->allow_degrade = policy->allow_degrade;
 
 	if (!argv || !argv[0] || !argv[0][0])

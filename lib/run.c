@@ -12,6 +12,7 @@
 #include "base/util.h"
 #include "ward/sandbox.h"
 #include "ward/ward.h"
+#include "sandbox.h"
 
 struct relay {
 	struct ward_sandbox *sb;
@@ -82,11 +83,17 @@ static void stdin_write(struct relay *rl)
 	}
 }
 
+/* After the program's end, what it wrote is already in the pipes: read it
+ * without waiting for an EOF that processes it left behind could hold off
+ * until the teardown, and at most this many reads (they may still write). */
+enum { TAIL_READS = 32 };
+
 static void loop(struct relay *rl, int cancel_fd)
 {
 	struct ward_sandbox *sb = rl->sb;
 	bool exited = false;
-	while (!exited || rl->out >= 0 || rl->err >= 0) {
+	int tail = 0;
+	while ((!exited || rl->out >= 0 || rl->err >= 0) && tail < TAIL_READS) {
 		int in = ward_sandbox_stdin(sb);
 		if (in >= 0 && rl->in_eof && !rl->in_len) {
 			ward_sandbox_close_stdin(sb);
@@ -95,16 +102,21 @@ static void loop(struct relay *rl, int cancel_fd)
 		struct pollfd fds[6] = {
 			{ .fd = rl->out, .events = POLLIN },
 			{ .fd = rl->err, .events = POLLIN },
-			{ .fd = exited ? -1 : ward_sandbox_pidfd(sb), .events = POLLIN },
+			/* readable when the program ends (or its init dies): the
+			 * answer does not wait for the teardown */
+			{ .fd = exited ? -1 : ward_sandbox_report_fd(sb), .events = POLLIN },
 			{ .fd = in >= 0 && !rl->in_len && !rl->in_eof ? rl->in_src : -1, .events = POLLIN },
 			{ .fd = in >= 0 && rl->in_len ? in : -1, .events = POLLOUT },
 			{ .fd = exited ? -1 : cancel_fd, .events = POLLIN },
 		};
-		int n = poll(fds, 6, exited ? -1 : ward_sandbox_check(sb));
+		int n = poll(fds, 6, exited ? 0 : ward_sandbox_check(sb));
 		if (n < 0 && errno != EINTR)
 			break;
+		if (n == 0 && exited)
+			break; /* the pipes hold nothing more */
 		if (n <= 0)
 			continue;
+		tail += exited;
 		if (fds[5].revents) {
 			ward_sandbox_kill(sb, WARD_KILL_CANCEL);
 			cancel_fd = -1;
@@ -118,17 +130,18 @@ static void loop(struct relay *rl, int cancel_fd)
 		if (fds[4].revents)
 			stdin_write(rl);
 		if (fds[2].revents)
-			exited = ward_sandbox_exited(sb);
+			exited = ward_sandbox_program_ended(sb);
 	}
 }
 
-WARD_EXPORT int ward_run(const struct ward_policy *policy, char *const argv[],
-			 const struct ward_run_options *opts, struct ward_verdict *v,
-			 struct ward_error *err)
+int ward_run_ended(const struct ward_policy *policy, char *const argv[],
+		   const struct ward_run_options *opts, struct ward_verdict *v,
+		   struct ward_error *err, struct ward_sandbox **sbp)
 {
 	struct ward_sandbox_options so = { .stdin_pipe = opts && opts->stdin_fd >= 0 };
 	struct ward_sandbox *sb;
 	uint64_t start = ward_now_ns();
+	*sbp = NULL;
 	int rc = ward_sandbox_start(policy, argv, &so, &sb, err);
 	if (rc < 0) {
 		v->status = WARD_STATUS_SETUP_FAILED;
@@ -142,5 +155,16 @@ WARD_EXPORT int ward_run(const struct ward_policy *policy, char *const argv[],
 		.err = ward_sandbox_stderr(sb), .in_src = opts ? opts->stdin_fd : -1,
 	};
 	loop(&rl, opts ? opts->cancel_fd : -1);
-	return ward_sandbox_finish(sb, v, err);
+	*sbp = sb;
+	return ward_sandbox_end(sb, v, err);
+}
+
+WARD_EXPORT int ward_run(const struct ward_policy *policy, char *const argv[],
+			 const struct ward_run_options *opts, struct ward_verdict *v,
+			 struct ward_error *err)
+{
+	struct ward_sandbox *sb;
+	int rc = ward_run_ended(policy, argv, opts, v, err, &sb);
+	ward_sandbox_release(sb);
+	return rc;
 }

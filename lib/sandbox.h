@@ -48,8 +48,12 @@ struct ward_mount_op {
 	bool device;           /* BIND: a device node (keeps dev, adds noexec) */
 	bool optional;         /* BIND: skip silently when the host lacks src */
 	bool owned;            /* FILE: owned by the sandbox user, not by root */
+	bool noexec;           /* BIND: read-only data, mounted noexec too */
 	int fd;                /* BIND: open_tree fd, filled in the child */
 };
+
+/* The hostname of a policy that names none. */
+#define WARD_DEFAULT_HOSTNAME "sandbox"
 
 struct ward_landlock_rule {
 	const char *path;      /* inside the sandbox */
@@ -178,6 +182,47 @@ int ward_layers_apply(const struct ward_layer_desc *rows, size_t n, enum ward_st
 /* --- layers: parent-side preparation (may allocate) --- */
 int ward_userns_prepare(struct ward_plan *plan, struct ward_error *err);
 int ward_image_host_prepare(struct ward_plan *plan, struct ward_error *err);
+
+/* The image's /etc as a list (lib/layers/image_host.c), synthesized into
+ * each sandbox's root or prepared once as a template (etc_template.c). */
+enum ward_etc_kind {
+	WARD_ETC_FILE,  /* data, len: the content */
+	WARD_ETC_COPY,  /* data: a host file copied by content; absent: left out */
+	WARD_ETC_LINK,  /* data: the link's text */
+	WARD_ETC_DIR,   /* a directory (a mount point) */
+};
+struct ward_etc_entry {
+	enum ward_etc_kind kind;
+	const char *name;      /* relative to /etc: "passwd", "ssl/openssl.cnf" */
+	const char *data;
+	size_t len;
+};
+enum { WARD_ETC_MAX = 24 };
+
+/* Parent: the path (in out) of a template of /etc holding exactly entries
+ * e, in the runtime directory rundir (an fd of rundir_path): an existing
+ * one that verifies, else one built now. 0, or -errno (the caller then
+ * synthesizes /etc). See lib/layers/etc_template.c. */
+int ward_etc_template_get(int rundir, const char *rundir_path, const struct ward_etc_entry *e,
+			  size_t n, char *out, size_t len);
+/* Parent: removes the templates in rundir unused for a day, and what
+ * interrupted builds left. Returns how many, or -errno. Whatever sandbox
+ * still has one mounted loses its /etc files: for `ward gc`, not for a run. */
+int ward_etc_template_gc(int rundir);
+
+/* ward_run up to the verdict (lib/run.c): *sb is left to the caller, who
+ * calls ward_sandbox_release (always: *sb may be NULL on a setup failure),
+ * e.g. after writing the verdict out. */
+struct ward_run_options;
+int ward_run_ended(const struct ward_policy *policy, char *const argv[],
+		   const struct ward_run_options *opts, struct ward_verdict *v,
+		   struct ward_error *err, struct ward_sandbox **sb);
+
+/* Parent: opens ward's runtime directory (lib/layers/rundir.c), creating
+ * it when missing, and checks that no other user can write it or anything
+ * above it. Returns an O_PATH directory fd and its path in path, or -errno
+ * (-EPERM: unsafe; -ENOENT: no default for this user). */
+int ward_rundir_open(char *path, size_t len);
 int ward_mounts_prepare(struct ward_plan *plan, struct ward_error *err);
 int ward_landlock_prepare(struct ward_plan *plan, struct ward_error *err);
 int ward_rlimits_prepare(struct ward_plan *plan, struct ward_error *err);

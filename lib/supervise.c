@@ -51,6 +51,8 @@ struct ward_sandbox {
 	char id[40];
 	struct ward_report rep;
 	bool rep_complete;
+	bool rep_eof;           /* the report channel closed: the init is gone */
+	bool ended;             /* ward_sandbox_end returned */
 	int root_fd;            /* the sandbox's root, sent by its init */
 	uint64_t killed_user_us, killed_sys_us; /* sampled when it was killed */
 };
@@ -591,8 +593,10 @@ static bool read_record(struct ward_sandbox *r)
 		ssize_t n = recvmsg(r->report[0], &msg, MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n <= 0) {
+			r->rep_eof = true;
 			return false;
+		}
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
 			int fd;
 			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
@@ -628,22 +632,50 @@ WARD_EXPORT int ward_sandbox_open_root(const struct ward_sandbox *csb)
  * complete record replaces the previous one; a partial one is ignored. */
 static void read_reports(struct ward_sandbox *r)
 {
-	while (read_record(r))
+	while (!r->rep_eof && read_record(r))
 		;
 }
 
-WARD_EXPORT int ward_sandbox_finish(struct ward_sandbox *sb, struct ward_verdict *v,
-				    struct ward_error *err)
+/* The init's last word: how the program ended, or why it never ran. */
+static bool final_report(const struct ward_sandbox *r)
 {
+	return r->rep_complete && r->rep.kind != WARD_REPORT_RUNNING &&
+	       r->rep.kind != WARD_REPORT_NONE;
+}
+
+WARD_EXPORT int ward_sandbox_report_fd(const struct ward_sandbox *sb)
+{
+	return sb->ended || sb->rep_eof || final_report(sb) ? -1 : sb->report[0];
+}
+
+WARD_EXPORT bool ward_sandbox_program_ended(struct ward_sandbox *sb)
+{
+	if (final_report(sb) || sb->rep_eof || sb->exited)
+		return true;
+	struct pollfd pfd = { .fd = sb->report[0], .events = POLLIN };
+	if (poll(&pfd, 1, 0) == 1)
+		read_record(sb); /* a record is written whole: this does not wait */
+	return final_report(sb) || sb->rep_eof;
+}
+
+WARD_EXPORT int ward_sandbox_end(struct ward_sandbox *sb, struct ward_verdict *v,
+				 struct ward_error *err)
+{
+	if (sb->ended)
+		return -EALREADY;
 	ward_sandbox_close_stdin(sb);
 	if (!sb->claimed) /* never released: nothing ran, nothing to wait for */
 		ward_sandbox_kill(sb, WARD_KILL_CANCEL);
-	while (!ward_sandbox_exited(sb)) {
-		struct pollfd pfd = { .fd = sb->pidfd, .events = POLLIN };
-		poll(&pfd, 1, ward_sandbox_check(sb));
+	while (!ward_sandbox_program_ended(sb) && !ward_sandbox_exited(sb)) {
+		struct pollfd pfd[2] = {
+			{ .fd = sb->pidfd, .events = POLLIN },
+			{ .fd = sb->report[0], .events = POLLIN },
+		};
+		poll(pfd, 2, ward_sandbox_check(sb));
 	}
-	sb->pid = 0;
-	read_reports(sb);
+	if (ward_sandbox_exited(sb))
+		read_reports(sb); /* whatever the init sent before it died */
+	sb->ended = true;
 	ward_strlcpy(v->sandbox_id, sb->id, sizeof(v->sandbox_id));
 	v->usage.wall_ms = (ward_now_ns() - sb->start_ns) / 1000000;
 	int rc = fill_verdict(sb, v, err);
@@ -651,7 +683,21 @@ WARD_EXPORT int ward_sandbox_finish(struct ward_sandbox *sb, struct ward_verdict
 		v->status = WARD_STATUS_SETUP_FAILED;
 		v->setup = *err;
 	}
+	return rc;
+}
+
+WARD_EXPORT void ward_sandbox_release(struct ward_sandbox *sb)
+{
+	if (!sb)
+		return;
 	run_release(sb);
 	free(sb);
+}
+
+WARD_EXPORT int ward_sandbox_finish(struct ward_sandbox *sb, struct ward_verdict *v,
+				    struct ward_error *err)
+{
+	int rc = ward_sandbox_end(sb, v, err);
+	ward_sandbox_release(sb);
 	return rc;
 }

@@ -170,10 +170,46 @@ struct ward_sandbox_stats {
 };
 int ward_sandbox_stats(const struct ward_sandbox *sb, struct ward_sandbox_stats *st);
 
-/* Waits for the sandbox to end (enforcing its limits meanwhile), fills the
- * verdict — the caller sets v->out, v->err, the *_truncated flags and
- * v->usage.output_bytes first, from what it read — and frees everything.
- * Returns 0, or a negative errno when the sandbox failed during setup. */
+/* ---- the end: the verdict first, the teardown after ----
+ *
+ * The verdict is known as soon as the program has ended: its init reports
+ * how (exit status, signal, rusage) before it exits. Tearing the sandbox
+ * down — the init's exit, which kills and reaps what the program left in
+ * its pid namespace and drops its mount and network namespaces, then the
+ * cgroup's removal and the fds — takes a while longer and need not delay
+ * the answer. A caller that answers someone (the service) calls
+ * ward_sandbox_end, answers, then ward_sandbox_release; ward_sandbox_finish
+ * is both at once. Until ward_sandbox_release returns, the sandbox still
+ * holds its processes, cgroup and fds: a caller that must leave nothing
+ * behind when it returns (ward run) calls it before returning. */
+
+/* Readable when the init has something to report: the program started,
+ * the program ended, or the init died (EOF). -1 once the program's end is
+ * known. Owned by the sandbox. For a caller's poll loop, in place of
+ * ward_sandbox_pidfd, to learn of the end before the teardown. */
+int ward_sandbox_report_fd(const struct ward_sandbox *sb);
+/* True once the program has ended (its init's final report, or the init is
+ * gone). Reads a pending report; never blocks. */
+bool ward_sandbox_program_ended(struct ward_sandbox *sb);
+
+/* Waits until the program has ended (enforcing the limits meanwhile) and
+ * fills the verdict — the caller sets v->out, v->err, the *_truncated
+ * flags and v->usage.output_bytes first, from what it read. Does not wait
+ * for the teardown. Returns 0, a negative errno when the sandbox failed
+ * during setup (v says setup_failed), or -EALREADY on a second call. The
+ * sandbox stays owned by the caller: ward_sandbox_release must follow. */
+int ward_sandbox_end(struct ward_sandbox *sb, struct ward_verdict *v,
+		     struct ward_error *err);
+/* Tears the sandbox down and frees it: kills what is left (the init, and
+ * with it the pid namespace), reaps the init, removes the cgroup, closes
+ * every fd. Blocks until all of that is done (bounded: about 2 s for a
+ * cgroup that will not empty, see ward_cgroup_destroy). Valid after
+ * ward_sandbox_end, or instead of ward_sandbox_discard. NULL is a no-op. */
+void ward_sandbox_release(struct ward_sandbox *sb);
+
+/* ward_sandbox_end, then ward_sandbox_release: waits for the sandbox to
+ * end, fills the verdict and frees everything. Returns as
+ * ward_sandbox_end. */
 int ward_sandbox_finish(struct ward_sandbox *sb, struct ward_verdict *v,
 			struct ward_error *err);
 

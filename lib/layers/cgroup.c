@@ -713,3 +713,25 @@ int ward_cgroup_gc(const char *root, struct ward_error *err)
 	}
 	return first ? first : removed;
 }
+
+int ward_cgroup_gc_every(const char *root, int dirfd, const char *stamp,
+			 unsigned interval_s, struct ward_error *err)
+{
+	struct stat st;
+	struct timespec now;
+	if (dirfd >= 0 && fstatat(dirfd, stamp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+	    st.st_mtim.tv_sec <= now.tv_sec &&
+	    now.tv_sec - st.st_mtim.tv_sec < (time_t)interval_s)
+		return 0;
+	/* Stamped before the scan: concurrent runs that see it skip theirs
+	 * rather than all scanning at once. */
+	if (dirfd >= 0) {
+		int fd = openat(dirfd, stamp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			futimens(fd, NULL);
+			close(fd);
+		}
+	}
+	return ward_cgroup_gc(root, err);
+}

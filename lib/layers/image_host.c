@@ -5,8 +5,14 @@
  * plus a short allowlist of harmless host files that interpreters need to
  * start (the loader cache, python's site hook, openssl's config) copied by
  * content. Never the host's real /etc, nor /root, /home, /var or /run.
- * Host files are read once per process and kept for later plans.
+ *
+ * /etc is one list (etc_entries). It is prepared once as a read-only
+ * template in ward's runtime directory and bound at /etc (etc_template.c);
+ * where no template can be had (no safe runtime directory), each sandbox
+ * writes the same list into its own root, and host files are then read once
+ * per process and kept for later plans.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,6 +29,12 @@ static const char *const etc_copies[] = {
 	"ssl/openssl.cnf",
 	"matplotlibrc",
 	"mime.types",
+};
+static const char *const etc_host[ARRAY_SIZE(etc_copies)] = {
+	"/etc/ld.so.cache",
+	"/etc/ssl/openssl.cnf",
+	"/etc/matplotlibrc",
+	"/etc/mime.types",
 };
 
 struct copy_cache {
@@ -56,87 +68,158 @@ static int add(struct ward_plan *plan, enum ward_mount_kind kind, const char *ta
 	return ward_plan_add_mount(plan, &op, err);
 }
 
-static int add_file(struct ward_plan *plan, const char *target, const char *content,
-		    struct ward_error *err)
+/* The generated files, in the plan's arena. */
+static int generated(struct ward_plan *plan, struct ward_etc_entry *e, size_t *n,
+		     struct ward_error *err)
 {
-	const char *d = ward_plan_strdup(plan, content, strlen(content));
-	if (!d)
-		return ward_error_set(err, ENOMEM, "image", "plan arena exhausted");
-	return add(plan, WARD_MNT_FILE, target, NULL, d, strlen(d), 0644, err);
-}
-
-static int add_generated(struct ward_plan *plan, struct ward_error *err)
-{
-	char buf[1024];
-	int r;
-	snprintf(buf, sizeof(buf),
+	char buf[4][1024];
+	snprintf(buf[0], sizeof(buf[0]),
 		 "root:x:0:0:root:/root:/bin/sh\n"
 		 "sandbox:x:%u:%u:sandbox:/workspace:/bin/sh\n"
 		 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 		 WARD_INSIDE_UID, WARD_INSIDE_GID);
-	if ((r = add_file(plan, "/etc/passwd", buf, err)) < 0)
-		return r;
-	snprintf(buf, sizeof(buf), "root:x:0:\nsandbox:x:%u:\nnogroup:x:65534:\n",
+	snprintf(buf[1], sizeof(buf[1]), "root:x:0:\nsandbox:x:%u:\nnogroup:x:65534:\n",
 		 WARD_INSIDE_GID);
-	if ((r = add_file(plan, "/etc/group", buf, err)) < 0)
-		return r;
-	snprintf(buf, sizeof(buf), "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n"
+	snprintf(buf[2], sizeof(buf[2]), "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n"
 		 "::1\tlocalhost ip6-localhost ip6-loopback\n", plan->hostname);
-	if ((r = add_file(plan, "/etc/hosts", buf, err)) < 0)
-		return r;
-	snprintf(buf, sizeof(buf), "%s\n", plan->hostname);
-	if ((r = add_file(plan, "/etc/hostname", buf, err)) < 0)
-		return r;
-	if ((r = add_file(plan, "/etc/nsswitch.conf",
-			  "passwd: files\ngroup: files\nshadow: files\n"
-			  "hosts: files dns\nnetworks: files\nprotocols: files\n"
-			  "services: files\n", err)) < 0)
-		return r;
-	/* No resolver: the network is off; an empty file makes lookups fail
-	 * fast instead of timing out against a missing server. */
-	return add_file(plan, "/etc/resolv.conf", "", err);
+	snprintf(buf[3], sizeof(buf[3]), "%s\n", plan->hostname);
+	const struct { const char *name, *content; } files[] = {
+		{ "passwd", buf[0] }, { "group", buf[1] }, { "hosts", buf[2] },
+		{ "hostname", buf[3] },
+		{ "nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\n"
+				   "hosts: files dns\nnetworks: files\nprotocols: files\n"
+				   "services: files\n" },
+		/* No resolver: the network is off; an empty file makes lookups
+		 * fail fast instead of timing out against a missing server. */
+		{ "resolv.conf", "" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		size_t len = strlen(files[i].content);
+		const char *d = ward_plan_strdup(plan, files[i].content, len);
+		if (!d)
+			return ward_error_set(err, ENOMEM, "image", "plan arena exhausted");
+		e[(*n)++] = (struct ward_etc_entry){ WARD_ETC_FILE, files[i].name, d, len };
+	}
+	return 0;
 }
 
-static int add_copies(struct ward_plan *plan, struct ward_error *err)
+/* Binds into /etc: host directories that hold only links and public data
+ * (the alternatives links point into /usr; the CA bundle is public; the
+ * font configuration, which matplotlib and friends need). */
+static const char *const etc_binds[] = { "alternatives", "ssl/certs", "fonts" };
+
+/* /etc as a list: generated files, host files copied by content, the
+ * localtime link, and the directories the binds above land on (where the
+ * host has them). */
+static int etc_entries(struct ward_plan *plan, struct ward_etc_entry *e, size_t *n,
+		       struct ward_error *err)
+{
+	int r = generated(plan, e, n, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ARRAY_SIZE(etc_copies); i++)
+		e[(*n)++] = (struct ward_etc_entry){ WARD_ETC_COPY, etc_copies[i], etc_host[i], i };
+	e[(*n)++] = (struct ward_etc_entry){ WARD_ETC_LINK, "localtime", "/usr/share/zoneinfo/UTC", 0 };
+	for (size_t i = 0; i < ARRAY_SIZE(etc_binds); i++) {
+		char host[64];
+		struct stat st;
+		snprintf(host, sizeof(host), "/etc/%s", etc_binds[i]);
+		if (stat(host, &st) == 0 && S_ISDIR(st.st_mode))
+			e[(*n)++] = (struct ward_etc_entry){ WARD_ETC_DIR, etc_binds[i], NULL, 0 };
+	}
+	return 0;
+}
+
+static const char *etc_target(struct ward_plan *plan, const char *name)
+{
+	char target[256];
+	int len = snprintf(target, sizeof(target), "/etc/%s", name);
+	return ward_plan_strdup(plan, target, (size_t)len);
+}
+
+/* Without a template each sandbox writes /etc into its own root. A COPY
+ * entry's len is its index in the process-wide cache of host files. */
+static int synthesize(struct ward_plan *plan, const struct ward_etc_entry *e, size_t n,
+		      struct ward_error *err)
 {
 	load_copies();
-	for (size_t i = 0; i < ARRAY_SIZE(etc_copies); i++) {
-		if (!cache.data[i])
-			continue;
-		char target[256];
-		snprintf(target, sizeof(target), "/etc/%s", etc_copies[i]);
-		const char *t = ward_plan_strdup(plan, target, strlen(target));
+	for (size_t i = 0; i < n; i++) {
+		const char *t = etc_target(plan, e[i].name);
 		if (!t)
 			return ward_error_set(err, ENOMEM, "image", "plan arena exhausted");
-		int r = add(plan, WARD_MNT_FILE, t, NULL, cache.data[i], cache.len[i], 0644, err);
+		int r = 0;
+		switch (e[i].kind) {
+		case WARD_ETC_FILE:
+			r = add(plan, WARD_MNT_FILE, t, NULL, e[i].data, e[i].len, 0644, err);
+			break;
+		case WARD_ETC_COPY:
+			if (cache.data[e[i].len])
+				r = add(plan, WARD_MNT_FILE, t, NULL, cache.data[e[i].len],
+					cache.len[e[i].len], 0644, err);
+			break;
+		case WARD_ETC_LINK:
+			r = add(plan, WARD_MNT_SYMLINK, t, e[i].data, NULL, 0, 0, err);
+			break;
+		case WARD_ETC_DIR:
+			break; /* the bind makes its directory */
+		}
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
-/* Binds: /usr, and host directories that hold only links and public data
- * (the alternatives links point into /usr; the CA bundle is public; the
- * font configuration). */
-static int add_binds(struct ward_plan *plan, struct ward_error *err)
+/* The binds on /etc's mount points; over a template only on the ones it
+ * has (it is read-only: nothing can be created in it), otherwise on every
+ * one the host has when the sandbox starts. */
+static int add_etc_binds(struct ward_plan *plan, const struct ward_etc_entry *e, size_t n,
+			 bool template, struct ward_error *err)
 {
-	static const struct { const char *src, *target; bool optional; } binds[] = {
-		{ "/usr", "/usr", false },
-		{ "/etc/alternatives", "/etc/alternatives", true },
-		{ "/etc/ssl/certs", "/etc/ssl/certs", true },
-		/* fontconfig's configuration: matplotlib and friends need it */
-		{ "/etc/fonts", "/etc/fonts", true },
-	};
-	for (size_t i = 0; i < ARRAY_SIZE(binds); i++) {
-		struct ward_mount_op op = {
-			.kind = WARD_MNT_BIND, .src = binds[i].src,
-			.target = binds[i].target, .optional = binds[i].optional,
-		};
+	for (size_t b = 0; b < ARRAY_SIZE(etc_binds); b++) {
+		bool have = !template;
+		for (size_t i = 0; i < n && !have; i++)
+			have = e[i].kind == WARD_ETC_DIR && strcmp(e[i].name, etc_binds[b]) == 0;
+		if (!have)
+			continue;
+		const char *t = etc_target(plan, etc_binds[b]);
+		if (!t)
+			return ward_error_set(err, ENOMEM, "image", "plan arena exhausted");
+		struct ward_mount_op op = { .kind = WARD_MNT_BIND, .src = t, .target = t,
+					    .optional = true };
 		int r = ward_plan_add_mount(plan, &op, err);
 		if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+/* Binds the template of this /etc read-only at /etc; *used stays false
+ * when there is none (another hostname than the default, no safe runtime
+ * directory, or it could not be built), and the caller synthesizes. */
+static int use_template(struct ward_plan *plan, const struct ward_etc_entry *e, size_t n,
+			bool *used, struct ward_error *err)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	*used = false;
+	/* The key must not be the policy's to choose: a template per hostname
+	 * would let the callers of a service fill the runtime directory. The
+	 * default one is shared; any other /etc is written per sandbox. */
+	if (strcmp(plan->hostname, WARD_DEFAULT_HOSTNAME) != 0)
+		return 0;
+	int fd = ward_rundir_open(dir, sizeof(dir));
+	if (fd < 0)
+		return 0;
+	int r = ward_etc_template_get(fd, dir, e, n, path, sizeof(path));
+	close(fd);
+	if (r < 0)
+		return 0;
+	const char *src = ward_plan_strdup(plan, path, strlen(path));
+	if (!src)
+		return ward_error_set(err, ENOMEM, "image", "plan arena exhausted");
+	struct ward_mount_op op = { .kind = WARD_MNT_BIND, .src = src, .target = "/etc",
+				    .noexec = true };
+	*used = true;
+	return ward_plan_add_mount(plan, &op, err);
 }
 
 /* Merged-usr: /bin, /lib, /lib64, /sbin are links into /usr when the host
@@ -159,8 +242,7 @@ static int add_links(struct ward_plan *plan, struct ward_error *err)
 		if (r < 0)
 			return r;
 	}
-	return add(plan, WARD_MNT_SYMLINK, "/etc/localtime", "/usr/share/zoneinfo/UTC",
-		   NULL, 0, 0, err);
+	return 0;
 }
 
 int ward_image_host_prepare(struct ward_plan *plan, struct ward_error *err)
@@ -168,9 +250,16 @@ int ward_image_host_prepare(struct ward_plan *plan, struct ward_error *err)
 	const char *image = plan->policy->image;
 	if (image && strcmp(image, "host") != 0)
 		return ward_error_set(err, ENOENT, "image", "unknown image '%s'", image);
+	struct ward_etc_entry e[WARD_ETC_MAX];
+	size_t n = 0;
+	bool template = false;
 	int r;
-	if ((r = add_binds(plan, err)) < 0 || (r = add_links(plan, err)) < 0 ||
-	    (r = add_generated(plan, err)) < 0 || (r = add_copies(plan, err)) < 0)
+	/* /usr first, then /etc (a template must be in place before the
+	 * binds on its mount points), then the merged-usr links */
+	if ((r = add(plan, WARD_MNT_BIND, "/usr", "/usr", NULL, 0, 0, err)) < 0 ||
+	    (r = etc_entries(plan, e, &n, err)) < 0 ||
+	    (r = use_template(plan, e, n, &template, err)) < 0 ||
+	    (r = add_etc_binds(plan, e, n, template, err)) < 0 || (r = add_links(plan, err)) < 0)
 		return r;
-	return 0;
+	return template ? 0 : synthesize(plan, e, n, err);
 }

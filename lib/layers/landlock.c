@@ -66,6 +66,8 @@ static uint64_t mount_access(const struct ward_mount_op *op)
 			return LL_DEVICE;
 		if (op->writable)
 			return LL_READ | LL_WRITE;
+		if (op->noexec) /* data (the /etc template): "/" covers reading it */
+			return 0;
 		return LL_READ | LANDLOCK_ACCESS_FS_EXECUTE;
 	case WARD_MNT_TMPFS:
 		return LL_READ | LL_WRITE;

@@ -346,9 +346,9 @@ int ward_mounts_open_sources(struct ward_plan *plan, struct ward_error *err)
 		struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID };
 		/* noexec wherever the sandbox can write: no execve, no ld.so and
 		 * no mmap(PROT_EXEC) of a file it made (docs/threat-model.md) */
-		if (m->device || m->writable)
+		if (m->device || m->writable || m->noexec)
 			attr.attr_set |= MOUNT_ATTR_NOEXEC;
-		else
+		if (!m->device)
 			attr.attr_set |= MOUNT_ATTR_NODEV;
 		if (!m->writable)
 			attr.attr_set |= MOUNT_ATTR_RDONLY;
@@ -369,7 +369,9 @@ static int walk_create(int rootfd, const char *path, bool leaf_file, unsigned mo
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	int cur = (int)fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+	/* cur is rootfd itself until the first component is open: rootfd is
+	 * the caller's, never closed here */
+	int cur = rootfd;
 	char *s = buf;
 	while (cur >= 0 && *s) {
 		while (*s == '/')
@@ -385,15 +387,17 @@ static int walk_create(int rootfd, const char *path, bool leaf_file, unsigned mo
 			if (f >= 0)
 				close(f);
 		} else if (mkdirat(cur, s, last ? mode : 0755) < 0 && errno != EEXIST) {
-			close(cur);
+			if (cur != rootfd)
+				close(cur);
 			return -1;
 		}
 		int next = openat(cur, s, O_PATH | O_NOFOLLOW | O_CLOEXEC | (last && leaf_file ? 0 : O_DIRECTORY));
-		close(cur);
+		if (cur != rootfd)
+			close(cur);
 		cur = next;
 		s = e ? e + 1 : s + strlen(s);
 	}
-	return cur;
+	return cur == rootfd ? (int)fcntl(rootfd, F_DUPFD_CLOEXEC, 3) : cur;
 }
 
 /* Full path of target inside the staging root, for mount(2) calls. */

@@ -15,9 +15,10 @@
 #include "options.h"
 #include "status.h"
 #include "run.h"
+#include "sandbox.h"
 #include "ward/ward.h"
 
-enum { EXIT_USAGE = 2, EXIT_SETUP = 125 };
+enum { EXIT_USAGE = 2, EXIT_SETUP = 125, GC_INTERVAL_S = 10 };
 
 static void print_error(const struct ward_error *err)
 {
@@ -105,8 +106,13 @@ int ward_cli_run(int argc, char **argv)
 		print_error(&err);
 		goto out;
 	}
-	/* Leftovers of supervisors that were killed are removed first. */
-	ward_cgroup_gc(NULL, NULL);
+	/* Leftovers of supervisors that were killed are removed, at most once
+	 * per GC_INTERVAL_S: a scan costs a lookup per live sandbox. */
+	char rundir[PATH_MAX];
+	int rfd = ward_rundir_open(rundir, sizeof(rundir));
+	ward_cgroup_gc_every(NULL, rfd, "cgroup-gc.stamp", GC_INTERVAL_S, NULL);
+	if (rfd >= 0)
+		close(rfd);
 
 	struct ward_run_options opts = {
 		.output = o->json ? WARD_OUTPUT_CAPTURE : WARD_OUTPUT_PASSTHROUGH,
@@ -116,7 +122,10 @@ int ward_cli_run(int argc, char **argv)
 	};
 	struct ward_verdict v;
 	ward_verdict_init(&v);
-	int r = ward_run(&policy, o->argv, &opts, &v, &err);
+	/* The verdict and the exit status come first; the teardown after, but
+	 * before this returns: nothing of the sandbox outlives `ward run`. */
+	struct ward_sandbox *sb;
+	int r = ward_run_ended(&policy, o->argv, &opts, &v, &err, &sb);
 	if (r < 0 && !o->json)
 		print_error(&err);
 	if (o->json) {
@@ -129,6 +138,8 @@ int ward_cli_run(int argc, char **argv)
 		print_summary(o, &v);
 	}
 	status = ward_cli_exit_status(&v);
+	fflush(stdout);
+	ward_sandbox_release(sb);
 	ward_verdict_release(&v);
 out:
 	ward_policy_release(&policy);
@@ -140,7 +151,8 @@ int ward_cli_gc(int argc, char **argv)
 {
 	(void)argv;
 	if (argc > 1) {
-		fputs("usage: ward gc\n\nRemoves cgroups left by ward supervisors that no longer run.\n",
+		fputs("usage: ward gc\n\nRemoves cgroups left by ward supervisors that no longer run,\n"
+		      "and /etc templates no run has used for a day.\n",
 		      argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
 			      ? stdout : stderr);
 		return argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? 0 : EXIT_USAGE;
@@ -153,5 +165,13 @@ int ward_cli_gc(int argc, char **argv)
 		return 1;
 	}
 	printf("ward: removed %d leftover sandbox%s\n", n, n == 1 ? "" : "es");
+	/* and the /etc templates no run has used for a day */
+	char dir[PATH_MAX];
+	int fd = ward_rundir_open(dir, sizeof(dir));
+	int t = fd >= 0 ? ward_etc_template_gc(fd) : 0;
+	if (fd >= 0)
+		close(fd);
+	if (t > 0)
+		printf("ward: removed %d unused template%s from '%s'\n", t, t == 1 ? "" : "s", dir);
 	return 0;
 }
