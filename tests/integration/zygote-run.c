@@ -1,0 +1,249 @@
+/* tests/integration/zygote-run.c — drives the launcher and the zygote for
+ * the t08NN-zygote tests and bench/zygote.sh.
+ *
+ *   zygote-run run [--launcher] [--runs N] [--ballast MIB] [--quiet] -- ARGV...
+ *       runs ARGV N times (cold clone, or through a launcher), prints the
+ *       program's stdout of the first run, then one line of figures:
+ *       "status=ok runs=N start_us=A start_cpu_us=C total_us=B" (A: the
+ *       supervisor's side of a start, prepare + claim, wall; C: the CPU
+ *       time it spent on it; B: start to verdict), averages.
+ *       --ballast touches MIB of heap first, as a daemon holding many
+ *       sessions would have.
+ *   zygote-run kernel [--zygote MODULES|-] [--runs N] [--quiet] CODE...
+ *       per run: prepares a python kernel (cold, or forked by a zygote
+ *       preloading MODULES, comma-separated, "-" for none), executes each
+ *       CODE as one cell, prints the output of the first run, stops it;
+ *       then "status=ok runs=N ready_us=A total_us=B zygote_pid=P".
+ *       Each run's output is prefixed by nothing: tests compare runs.
+ *   --hold: before stopping the last kernel, print "hold PID" (the
+ *       kernel sandbox's init) and wait for a line on stdin.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "ward/kernel.h"
+#include "ward/sandbox.h"
+#include "ward/ward.h"
+#include "ward/zygote.h"
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* CPU time of this process (not its children): the supervisor's own cost. */
+static uint64_t cpu_us(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+static int die(const char *what, const struct ward_error *err)
+{
+	fprintf(stderr, "zygote-run: %s: %s: %s (%s)\n", what, err->layer, err->message,
+		strerror(err->code));
+	return 1;
+}
+
+/* Reads the program's stdout and stderr to EOF; prints stdout when asked. */
+static void drain(struct ward_sandbox *sb, bool print)
+{
+	struct pollfd p[2] = { { .fd = ward_sandbox_stdout(sb), .events = POLLIN },
+			       { .fd = ward_sandbox_stderr(sb), .events = POLLIN } };
+	int open_ = 2;
+	while (open_ > 0) {
+		int t = ward_sandbox_check(sb);
+		if (poll(p, 2, t < 0 ? 1000 : t) <= 0)
+			continue;
+		for (int i = 0; i < 2; i++) {
+			if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP)))
+				continue;
+			char buf[4096];
+			ssize_t n = read(p[i].fd, buf, sizeof(buf));
+			if (n <= 0) {
+				p[i].fd = -1;
+				open_--;
+			} else if (print) {
+				fwrite(buf, 1, (size_t)n, i == 0 ? stdout : stderr);
+			}
+		}
+	}
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	bool use_launcher = false, quiet = false;
+	long runs = 1, ballast = 0;
+	int i = 0;
+	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--launcher") == 0)
+			use_launcher = true;
+		else if (strcmp(argv[i], "--quiet") == 0)
+			quiet = true;
+		else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+			runs = strtol(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--ballast") == 0 && i + 1 < argc)
+			ballast = strtol(argv[++i], NULL, 10);
+	}
+	if (i + 1 >= argc)
+		return fprintf(stderr, "zygote-run run: no program\n"), 2;
+	char **prog = argv + i + 1;
+	struct ward_error err;
+	struct ward_launcher *l = NULL;
+	if (use_launcher && !(l = ward_launcher_start(&err)))
+		return die("launcher", &err);
+	if (ballast > 0) {
+		size_t n = (size_t)ballast << 20;
+		char *b = malloc(n);
+		if (b)
+			memset(b, 1, n); /* kept: the daemon's state */
+	}
+	struct ward_policy p;
+	if (ward_policy_init(&p, &err) < 0)
+		return die("policy", &err);
+	uint64_t start_sum = 0, total_sum = 0, cpu_sum = 0;
+	const char *status = "ok";
+	for (long r = 0; r < runs; r++) {
+		uint64_t c0 = cpu_us();
+		struct ward_sandbox_options so = { .launcher = l };
+		struct ward_sandbox *sb;
+		uint64_t t0 = now_us();
+		if (ward_sandbox_start(&p, prog, &so, &sb, &err) < 0)
+			return die("start", &err);
+		uint64_t t1 = now_us();
+		cpu_sum += cpu_us() - c0;
+		drain(sb, r == 0 && !quiet);
+		struct ward_verdict v;
+		memset(&v, 0, sizeof(v));
+		ward_sandbox_finish(sb, &v, &err);
+		total_sum += now_us() - t0;
+		start_sum += t1 - t0;
+		if (v.status != WARD_STATUS_OK)
+			status = ward_status_name(v.status);
+		if (r == 0 && !quiet)
+			fprintf(stderr, "layers=%#x degraded=%#x\n", v.layers, v.degraded);
+	}
+	printf("status=%s runs=%ld start_us=%llu start_cpu_us=%llu total_us=%llu\n", status, runs,
+	       (unsigned long long)(start_sum / (uint64_t)runs),
+	       (unsigned long long)(cpu_sum / (uint64_t)runs),
+	       (unsigned long long)(total_sum / (uint64_t)runs));
+	ward_policy_release(&p);
+	ward_launcher_stop(l);
+	return strcmp(status, "ok") != 0;
+}
+
+static void print_msg(json_t *msg, void *ctx)
+{
+	if (*(bool *)ctx)
+		return;
+	const char *type = json_string_value(json_object_get(msg, "msg_type"));
+	json_t *c = json_object_get(msg, "content");
+	if (type && strcmp(type, "stream") == 0)
+		fputs(json_string_value(json_object_get(c, "text")) ?: "", stdout);
+	else if (type && strcmp(type, "error") == 0)
+		printf("error: %s: %s\n", json_string_value(json_object_get(c, "ename")) ?: "",
+		       json_string_value(json_object_get(c, "evalue")) ?: "");
+	else if (type && strcmp(type, "execute_result") == 0) {
+		json_t *d = json_object_get(json_object_get(c, "data"), "text/plain");
+		printf("%s\n", json_string_value(d) ?: "");
+	}
+	fflush(stdout);
+}
+
+static int cmd_kernel(int argc, char **argv)
+{
+	const char *mods = NULL;
+	bool quiet = false, hold = false;
+	long runs = 1;
+	int i = 0;
+	for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+		if (strcmp(argv[i], "--zygote") == 0 && i + 1 < argc)
+			mods = argv[++i];
+		else if (strcmp(argv[i], "--quiet") == 0)
+			quiet = true;
+		else if (strcmp(argv[i], "--hold") == 0)
+			hold = true;
+		else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+			runs = strtol(argv[++i], NULL, 10);
+	}
+	struct ward_error err;
+	struct ward_zygote *z = NULL;
+	if (mods) {
+		const char *list[65] = { NULL };
+		char *copy = strdup(mods), *save = NULL;
+		size_t n = 0;
+		for (char *t = strtok_r(copy, ",", &save); t && n < 64; t = strtok_r(NULL, ",", &save))
+			if (strcmp(t, "-") != 0)
+				list[n++] = t;
+		if (!(z = ward_zygote_start(WARD_LANG_PYTHON, list, NULL, &err)))
+			return die("zygote", &err);
+		free(copy);
+	}
+	struct ward_policy p;
+	if (ward_policy_init(&p, &err) < 0)
+		return die("policy", &err);
+	uint64_t ready_sum = 0, total_sum = 0;
+	const char *status = "ok";
+	for (long r = 0; r < runs; r++) {
+		struct ward_kernel_options o = { .lang = WARD_LANG_PYTHON, .zygote = z };
+		struct ward_kernel *k;
+		uint64_t t0 = now_us();
+		if (ward_kernel_prepare(&p, WARD_LANG_PYTHON, &o, &k, &err) < 0 ||
+		    ward_kernel_claim(k, NULL, 0, &err) < 0)
+			return die("prepare", &err);
+		uint64_t t1 = now_us();
+		bool mute = quiet || r > 0;
+		for (int c = i; c < argc; c++) {
+			json_t *reply = NULL;
+			if (ward_kernel_execute(k, argv[c], true, print_msg, &mute, &reply, &err) < 0)
+				break;
+			json_decref(reply);
+		}
+		if (hold && r == runs - 1) {
+			printf("hold %d\n", (int)ward_sandbox_pid(ward_kernel_sandbox(k)));
+			fflush(stdout);
+			char line[16];
+			if (!fgets(line, sizeof(line), stdin))
+				line[0] = '\0';
+		}
+		struct ward_verdict v;
+		memset(&v, 0, sizeof(v));
+		ward_kernel_stop(k, &v, &err);
+		total_sum += now_us() - t0;
+		ready_sum += t1 - t0;
+		if (v.status != WARD_STATUS_OK)
+			status = ward_status_name(v.status);
+	}
+	printf("status=%s runs=%ld ready_us=%llu total_us=%llu zygote_pid=%d\n", status, runs,
+	       (unsigned long long)(ready_sum / (uint64_t)runs),
+	       (unsigned long long)(total_sum / (uint64_t)runs),
+	       z ? (int)ward_launcher_pid(ward_zygote_launcher(z)) : 0);
+	ward_policy_release(&p);
+	ward_zygote_stop(z);
+	return strcmp(status, "ok") != 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = SIG_IGN };
+	sigaction(SIGPIPE, &sa, NULL);
+	if (argc > 1 && strcmp(argv[1], "run") == 0)
+		return cmd_run(argc - 2, argv + 2);
+	if (argc > 1 && strcmp(argv[1], "kernel") == 0)
+		return cmd_kernel(argc - 2, argv + 2);
+	fprintf(stderr, "usage: zygote-run run|kernel ...\n");
+	return 2;
+}
