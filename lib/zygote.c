@@ -39,7 +39,7 @@ struct ward_zygote {
 
 static const char *const default_modules[] = { "numpy", "pandas", "matplotlib", NULL };
 
-/* Next to the binary in a build tree (build/src/ward, build/lib/), else
+/* Next to the binary in a build tree (build/src/ward: build/lib/), else
  * $WARD_ZYGOTE_MODULE, else the installed path. */
 static int find_file(const char *given, const char *env, const char *const rel[], size_t n,
 		     const char *installed, char *out, size_t len)
@@ -112,7 +112,7 @@ WARD_EXPORT struct ward_zygote *ward_zygote_start(enum ward_lang lang, const cha
 	}
 	char runners[PATH_MAX], module[PATH_MAX], script[PATH_MAX + 32];
 	const char *const rel_runners[] = { "/../../runners", "/../share/ward/runners" };
-	const char *const rel_module[] = { "/../../lib/libward-zygote.so",
+	const char *const rel_module[] = { "/../lib/libward-zygote.so",
 					   "/../lib/ward/libward-zygote.so" };
 	if (find_file(runners_dir, "WARD_RUNNERS", rel_runners, 2, NULL, runners, sizeof(runners)) < 0) {
 		ward_error_set(err, ENOENT, "zygote", "no runners directory found (set WARD_RUNNERS)");

@@ -68,15 +68,13 @@ def child(lib, base_path):
         name, _, value = item.partition("=")
         os.environ[name] = value
     sys.argv = [INSIDE + "/kernel.py"]
-    sys.path[:] = [INSIDE] + base_path
+    sys.path[:] = base_path                            # as -I gives kernel.py: no script dir
     sys.path_importer_cache.clear()
-    import gc
-    gc.unfreeze()
+    # The preloaded objects stay frozen: the collector (and the kernel's
+    # exit, which walks gc.get_objects()) leaves their shared pages alone.
     code = 0
     try:
-        sys.path.insert(0, INSIDE)
-        from _ward_kernel.core import main
-        sys.path.remove(INSIDE)
+        from _ward_kernel.core import main             # preloaded: no path needed
         main()
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -98,7 +96,7 @@ def child(lib, base_path):
 def main():
     import ctypes
     so, modules = sys.argv[1], sys.argv[2:]
-    base_path = list(sys.path[1:])                     # what -I gives: the stdlib only
+    base_path = list(sys.path)                         # what -I gives: the stdlib only
     loaded = preload(modules)
     lib = ctypes.PyDLL(so)                             # keeps the GIL: one thread anyway
     lib.ward_zygote_serve.argtypes = [ctypes.c_int]

@@ -13,7 +13,8 @@
  *       per run: prepares a python kernel (cold, or forked by a zygote
  *       preloading MODULES, comma-separated, "-" for none), executes each
  *       CODE as one cell, prints the output of the first run, stops it;
- *       then "status=ok runs=N ready_us=A total_us=B zygote_pid=P".
+ *       then "status=ok runs=N ready_us=A stop_us=S total_us=B zygote_pid=P"
+ *       (A: prepare and claim; S: ward_kernel_stop).
  *       Each run's output is prefixed by nothing: tests compare runs.
  *   --hold: before stopping the last kernel, print "hold PID" (the
  *       kernel sandbox's init) and wait for a line on stdin.
@@ -195,7 +196,7 @@ static int cmd_kernel(int argc, char **argv)
 	struct ward_policy p;
 	if (ward_policy_init(&p, &err) < 0)
 		return die("policy", &err);
-	uint64_t ready_sum = 0, total_sum = 0;
+	uint64_t ready_sum = 0, total_sum = 0, stop_sum = 0;
 	const char *status = "ok";
 	for (long r = 0; r < runs; r++) {
 		struct ward_kernel_options o = { .lang = WARD_LANG_PYTHON, .zygote = z };
@@ -221,14 +222,17 @@ static int cmd_kernel(int argc, char **argv)
 		}
 		struct ward_verdict v;
 		memset(&v, 0, sizeof(v));
+		uint64_t t2 = now_us();
 		ward_kernel_stop(k, &v, &err);
+		stop_sum += now_us() - t2;
 		total_sum += now_us() - t0;
 		ready_sum += t1 - t0;
 		if (v.status != WARD_STATUS_OK)
 			status = ward_status_name(v.status);
 	}
-	printf("status=%s runs=%ld ready_us=%llu total_us=%llu zygote_pid=%d\n", status, runs,
-	       (unsigned long long)(ready_sum / (uint64_t)runs),
+	printf("status=%s runs=%ld ready_us=%llu stop_us=%llu total_us=%llu zygote_pid=%d\n",
+	       status, runs, (unsigned long long)(ready_sum / (uint64_t)runs),
+	       (unsigned long long)(stop_sum / (uint64_t)runs),
 	       (unsigned long long)(total_sum / (uint64_t)runs),
 	       z ? (int)ward_launcher_pid(ward_zygote_launcher(z)) : 0);
 	ward_policy_release(&p);
