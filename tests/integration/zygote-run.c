@@ -84,16 +84,62 @@ static void drain(struct ward_sandbox *sb, bool print)
 	}
 }
 
+/* --ro HOST:INSIDE and --env NAME=VALUE, for both commands. */
+static int policy_option(struct ward_policy *p, int argc, char **argv, int *i,
+			 struct ward_error *err)
+{
+	if (strcmp(argv[*i], "--ro") == 0 && *i + 1 < argc)
+		return ward_policy_set(p, "mounts.ro", argv[++*i], "--ro", err) < 0 ? -1 : 1;
+	if (strcmp(argv[*i], "--env") == 0 && *i + 1 < argc)
+		return ward_policy_set(p, "env", argv[++*i], "--env", err) < 0 ? -1 : 1;
+	return 0;
+}
+
+/* Replaces {zygote} and {sibling} in code with the pids given. */
+static char *subst(const char *code, int zygote, int sibling)
+{
+	size_t cap = strlen(code) * 2 + 64, n = 0;
+	char *out = malloc(cap);
+	for (const char *c = code; out && *c && n + 24 < cap; c++) {
+		const char *keys[] = { "{zygote}", "{sibling}" };
+		int vals[] = { zygote, sibling };
+		size_t k = 0;
+		for (; k < 2; k++)
+			if (strncmp(c, keys[k], strlen(keys[k])) == 0)
+				break;
+		if (k < 2) {
+			n += (size_t)snprintf(out + n, cap - n, "%d", vals[k]);
+			c += strlen(keys[k]) - 1;
+		} else {
+			out[n++] = *c;
+		}
+	}
+	if (out)
+		out[n] = '\0';
+	return out;
+}
+
 static int cmd_run(int argc, char **argv)
 {
-	bool use_launcher = false, quiet = false;
+	bool use_launcher = false, quiet = false, hold = false;
 	long runs = 1, ballast = 0;
+	struct ward_error err;
+	struct ward_policy p;
+	if (ward_policy_init(&p, &err) < 0)
+		return die("policy", &err);
 	int i = 0;
 	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		int po = policy_option(&p, argc, argv, &i, &err);
+		if (po < 0)
+			return die("policy", &err);
+		if (po > 0)
+			continue;
 		if (strcmp(argv[i], "--launcher") == 0)
 			use_launcher = true;
 		else if (strcmp(argv[i], "--quiet") == 0)
 			quiet = true;
+		else if (strcmp(argv[i], "--hold") == 0)
+			hold = true;
 		else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
 			runs = strtol(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--ballast") == 0 && i + 1 < argc)
@@ -102,7 +148,6 @@ static int cmd_run(int argc, char **argv)
 	if (i + 1 >= argc)
 		return fprintf(stderr, "zygote-run run: no program\n"), 2;
 	char **prog = argv + i + 1;
-	struct ward_error err;
 	struct ward_launcher *l = NULL;
 	if (use_launcher && !(l = ward_launcher_start(&err)))
 		return die("launcher", &err);
@@ -112,9 +157,6 @@ static int cmd_run(int argc, char **argv)
 		if (b)
 			memset(b, 1, n); /* kept: the daemon's state */
 	}
-	struct ward_policy p;
-	if (ward_policy_init(&p, &err) < 0)
-		return die("policy", &err);
 	uint64_t start_sum = 0, total_sum = 0, cpu_sum = 0;
 	const char *status = "ok";
 	for (long r = 0; r < runs; r++) {
@@ -126,6 +168,11 @@ static int cmd_run(int argc, char **argv)
 			return die("start", &err);
 		uint64_t t1 = now_us();
 		cpu_sum += cpu_us() - c0;
+		if (hold) {
+			printf("hold launcher=%d init=%d self=%d\n", l ? (int)ward_launcher_pid(l) : 0,
+			       (int)ward_sandbox_pid(sb), (int)getpid());
+			fflush(stdout);
+		}
 		drain(sb, r == 0 && !quiet);
 		struct ward_verdict v;
 		memset(&v, 0, sizeof(v));
@@ -167,11 +214,22 @@ static void print_msg(json_t *msg, void *ctx)
 static int cmd_kernel(int argc, char **argv)
 {
 	const char *mods = NULL;
-	bool quiet = false, hold = false;
+	bool quiet = false, hold = false, sibling = false;
 	long runs = 1;
+	struct ward_error err;
+	struct ward_policy p;
+	if (ward_policy_init(&p, &err) < 0)
+		return die("policy", &err);
 	int i = 0;
 	for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
-		if (strcmp(argv[i], "--zygote") == 0 && i + 1 < argc)
+		int po = policy_option(&p, argc, argv, &i, &err);
+		if (po < 0)
+			return die("policy", &err);
+		if (po > 0)
+			continue;
+		if (strcmp(argv[i], "--sibling") == 0)
+			sibling = true;
+		else if (strcmp(argv[i], "--zygote") == 0 && i + 1 < argc)
 			mods = argv[++i];
 		else if (strcmp(argv[i], "--quiet") == 0)
 			quiet = true;
@@ -180,7 +238,6 @@ static int cmd_kernel(int argc, char **argv)
 		else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
 			runs = strtol(argv[++i], NULL, 10);
 	}
-	struct ward_error err;
 	struct ward_zygote *z = NULL;
 	if (mods) {
 		const char *list[65] = { NULL };
@@ -193,11 +250,17 @@ static int cmd_kernel(int argc, char **argv)
 			return die("zygote", &err);
 		free(copy);
 	}
-	struct ward_policy p;
-	if (ward_policy_init(&p, &err) < 0)
-		return die("policy", &err);
+	int zpid = z ? (int)ward_launcher_pid(ward_zygote_launcher(z)) : 0;
+	/* a sibling: another kernel of the same zygote, alive meanwhile */
+	struct ward_kernel *sib = NULL;
+	struct ward_kernel_options so = { .lang = WARD_LANG_PYTHON, .zygote = z };
+	if (sibling && (ward_kernel_prepare(&p, WARD_LANG_PYTHON, &so, &sib, &err) < 0 ||
+			ward_kernel_claim(sib, NULL, 0, &err) < 0))
+		return die("sibling", &err);
+	int spid = sib ? (int)ward_sandbox_pid(ward_kernel_sandbox(sib)) : 0;
 	uint64_t ready_sum = 0, total_sum = 0, stop_sum = 0;
 	const char *status = "ok";
+	uint32_t layers = 0, degraded = 0;
 	for (long r = 0; r < runs; r++) {
 		struct ward_kernel_options o = { .lang = WARD_LANG_PYTHON, .zygote = z };
 		struct ward_kernel *k;
@@ -206,15 +269,20 @@ static int cmd_kernel(int argc, char **argv)
 		    ward_kernel_claim(k, NULL, 0, &err) < 0)
 			return die("prepare", &err);
 		uint64_t t1 = now_us();
-		bool mute = quiet || r > 0;
+		bool mute = quiet;
 		for (int c = i; c < argc; c++) {
 			json_t *reply = NULL;
-			if (ward_kernel_execute(k, argv[c], true, print_msg, &mute, &reply, &err) < 0)
+			char *code = subst(argv[c], zpid, spid);
+			int rc = code ? ward_kernel_execute(k, code, true, print_msg, &mute, &reply, &err)
+				      : -ENOMEM;
+			free(code);
+			if (rc < 0)
 				break;
 			json_decref(reply);
 		}
 		if (hold && r == runs - 1) {
-			printf("hold %d\n", (int)ward_sandbox_pid(ward_kernel_sandbox(k)));
+			printf("hold zygote=%d sibling=%d child=%d\n", zpid, spid,
+			       (int)ward_sandbox_pid(ward_kernel_sandbox(k)));
 			fflush(stdout);
 			char line[16];
 			if (!fgets(line, sizeof(line), stdin))
@@ -229,12 +297,20 @@ static int cmd_kernel(int argc, char **argv)
 		ready_sum += t1 - t0;
 		if (v.status != WARD_STATUS_OK)
 			status = ward_status_name(v.status);
+		layers = v.layers;
+		degraded = v.degraded;
 	}
-	printf("status=%s runs=%ld ready_us=%llu stop_us=%llu total_us=%llu zygote_pid=%d\n",
-	       status, runs, (unsigned long long)(ready_sum / (uint64_t)runs),
+	if (sib) {
+		struct ward_verdict v;
+		memset(&v, 0, sizeof(v));
+		ward_kernel_stop(sib, &v, &err);
+	}
+	printf("status=%s layers=%#x degraded=%#x runs=%ld ready_us=%llu stop_us=%llu "
+	       "total_us=%llu zygote_pid=%d\n",
+	       status, layers, degraded, runs, (unsigned long long)(ready_sum / (uint64_t)runs),
 	       (unsigned long long)(stop_sum / (uint64_t)runs),
 	       (unsigned long long)(total_sum / (uint64_t)runs),
-	       z ? (int)ward_launcher_pid(ward_zygote_launcher(z)) : 0);
+	       zpid);
 	ward_policy_release(&p);
 	ward_zygote_stop(z);
 	return strcmp(status, "ok") != 0;
