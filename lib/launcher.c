@@ -448,11 +448,30 @@ int ward_launcher_serve(int sock, enum ward_launch_mode mode)
 			ward_error_set(&err, -r, "launcher", "bad request");
 		else
 			r = build(&req, fds, d, &pol, &pp, plan, &err);
+		/* A non-dumpable helper (a zygote) has non-dumpable clones, whose
+		 * /proc files a rootless supervisor cannot open to write the id
+		 * maps: the clone makes itself dumpable, as a cold init is, and
+		 * says so before the pid is answered. */
+		int dump[2] = { -1, -1 };
+		if (r == 0 && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0 && pipe2(dump, O_CLOEXEC) < 0)
+			r = ward_error_set(&err, errno, "launcher", "unable to create a pipe");
 		if (r == 0) {
 			pid = clone_init(plan, req.has_cgroup_fd ? fds[LAUNCH_FIXED_FDS] : -1, &pidfd,
 					 &degraded);
-			if (pid == 0)
+			if (pid == 0) {
+				if (dump[1] >= 0 && (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
+						     write(dump[1], "d", 1) != 1))
+					_exit(125);
 				return child(plan, fds[4], fds[5], mode);
+			}
+			if (dump[1] >= 0) {
+				close(dump[1]);
+				/* EOF: it died, and the verdict will say so */
+				char c;
+				ssize_t got = pid > 0 ? read(dump[0], &c, 1) : 0;
+				(void)got;
+				close(dump[0]);
+			}
 			if (pid < 0)
 				ward_error_set(&err, (int)-pid, "userns",
 					       "unable to create the sandbox's namespaces");
