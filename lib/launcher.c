@@ -379,14 +379,17 @@ static int build(const struct launch_req *req, const int *fds, struct decoded *d
 		 struct ward_policy *pol, struct ward_policy_plan **pp, struct ward_plan *plan,
 		 struct ward_error *err)
 {
-	static struct ward_plan_cache *cache;
-	if (!cache && !(cache = ward_plan_cache_new(8)))
+	/* No cache across requests: a cached plan holds its policy (the
+	 * tenant's environment) for the next clone to inherit. */
+	struct ward_plan_cache *cache = ward_plan_cache_new(1);
+	if (!cache)
 		return ward_error_set(err, ENOMEM, "launcher", "out of memory");
 	int r = ward_policy_init(pol, err);
 	if (r == 0)
 		r = ward_policy_load_json(pol, d->json, d->json_len, "request", err);
 	if (r == 0 && !(*pp = ward_plan_cache_get(cache, pol, err)))
 		r = -(err->code ? err->code : ENOMEM);
+	ward_plan_cache_free(cache); /* *pp lives on: the caller holds it */
 	if (r == 0)
 		r = ward_plan_build(plan, *pp, d->argv, &d->opts, err);
 	if (r < 0)

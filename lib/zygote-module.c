@@ -20,8 +20,11 @@ char *const *ward_zygote_environ(void);
 WARD_EXPORT int ward_zygote_harden(void)
 {
 	/* Nothing of the same uid may read or trace the zygote; freed memory
-	 * is overwritten so no request outlives its clone (lib/launcher.c). */
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || mallopt(M_PERTURB, 0x5a) != 1)
+	 * is overwritten so no request outlives its clone (lib/launcher.c):
+	 * M_PERTURB fills what is freed, fastbins off (and tcache off, from
+	 * the environment lib/zygote.c gives) so no free skips it. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || mallopt(M_PERTURB, 0x5a) != 1 ||
+	    mallopt(M_MXFAST, 0) != 1)
 		return -1;
 	return 0;
 }

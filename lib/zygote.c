@@ -82,7 +82,10 @@ static __attribute__((noreturn)) void zygote_exec(int sock, pid_t parent, char *
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	char *const envp[] = { "PATH=/usr/bin:/bin", "LANG=C.UTF-8", NULL };
+	/* No tcache: glibc's per-thread cache skips M_PERTURB, and a freed
+	 * request must leave no byte behind (lib/launcher.c). */
+	char *const envp[] = { "PATH=/usr/bin:/bin", "LANG=C.UTF-8",
+			       "GLIBC_TUNABLES=glibc.malloc.tcache_count=0", NULL };
 	execve(argv[0], argv, envp);
 	_exit(127);
 }
