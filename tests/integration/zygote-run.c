@@ -3,6 +3,7 @@
  *
  *   zygote-run run [--launcher] [--runs N] [--ballast MIB] [--quiet] -- ARGV...
  *       runs ARGV N times (cold clone, or through a launcher), prints the
+ *       (--hold: "hold launcher=L init=I self=S" once started)
  *       program's stdout of the first run, then one line of figures:
  *       "status=ok runs=N start_us=A start_cpu_us=C total_us=B" (A: the
  *       supervisor's side of a start, prepare + claim, wall; C: the CPU
@@ -16,8 +17,14 @@
  *       then "status=ok runs=N ready_us=A stop_us=S total_us=B zygote_pid=P"
  *       (A: prepare and claim; S: ward_kernel_stop).
  *       Each run's output is prefixed by nothing: tests compare runs.
- *   --hold: before stopping the last kernel, print "hold PID" (the
- *       kernel sandbox's init) and wait for a line on stdin.
+ *   --hold: before stopping the last kernel, print "hold zygote=Z
+ *       sibling=S child=C" (C: the kernel sandbox's init) and wait for a
+ *       line on stdin. --sibling: another kernel of the zygote lives
+ *       meanwhile; {zygote} and {sibling} in CODE become their pids.
+ *   --keep N: then N kernels at once, each having run the first CODE:
+ *       prints "kept ZYGOTE PID..." (the zygote, 0 when cold, then the
+ *       kernels' inits), waits for a line on stdin.
+ *   --ro HOST:INSIDE, --env NAME=VALUE: added to the policy (both).
  */
 #include <errno.h>
 #include <poll.h>
@@ -211,11 +218,48 @@ static void print_msg(json_t *msg, void *ctx)
 	fflush(stdout);
 }
 
+/* --keep N: N kernels alive at once, each having run code; prints
+ * "kept PID..." (their inits) and waits for a line on stdin. */
+static int keep_kernels(struct ward_policy *p, struct ward_zygote *z, int zpid, long n,
+			const char *code)
+{
+	struct ward_kernel **ks = calloc((size_t)n, sizeof(*ks));
+	struct ward_error err;
+	long got = 0;
+	for (; ks && got < n; got++) {
+		struct ward_kernel_options o = { .lang = WARD_LANG_PYTHON, .zygote = z };
+		json_t *reply = NULL;
+		bool mute = true;
+		if (ward_kernel_prepare(p, WARD_LANG_PYTHON, &o, &ks[got], &err) < 0 ||
+		    ward_kernel_claim(ks[got], NULL, 0, &err) < 0 ||
+		    ward_kernel_execute(ks[got], code, true, print_msg, &mute, &reply, &err) < 0) {
+			die("keep", &err);
+			break;
+		}
+		json_decref(reply);
+	}
+	printf("kept %d", zpid);
+	for (long k = 0; k < got; k++)
+		printf(" %d", (int)ward_sandbox_pid(ward_kernel_sandbox(ks[k])));
+	printf("\n");
+	fflush(stdout);
+	char line[16];
+	if (!fgets(line, sizeof(line), stdin))
+		line[0] = '\0';
+	for (long k = 0; k < got; k++) {
+		struct ward_verdict v;
+		memset(&v, 0, sizeof(v));
+		ward_kernel_stop(ks[k], &v, &err);
+	}
+	free(ks);
+	return got == n ? 0 : -1;
+}
+
 static int cmd_kernel(int argc, char **argv)
 {
 	const char *mods = NULL;
 	bool quiet = false, hold = false, sibling = false;
-	long runs = 1;
+	long runs = 1, keep = 0;
 	struct ward_error err;
 	struct ward_policy p;
 	if (ward_policy_init(&p, &err) < 0)
@@ -235,6 +279,8 @@ static int cmd_kernel(int argc, char **argv)
 			quiet = true;
 		else if (strcmp(argv[i], "--hold") == 0)
 			hold = true;
+		else if (strcmp(argv[i], "--keep") == 0 && i + 1 < argc)
+			keep = strtol(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
 			runs = strtol(argv[++i], NULL, 10);
 	}
@@ -300,6 +346,8 @@ static int cmd_kernel(int argc, char **argv)
 		layers = v.layers;
 		degraded = v.degraded;
 	}
+	if (keep > 0 && keep_kernels(&p, z, zpid, keep, i < argc ? argv[i] : "pass") < 0)
+		status = "keep_failed";
 	if (sib) {
 		struct ward_verdict v;
 		memset(&v, 0, sizeof(v));
