@@ -6,8 +6,9 @@
 #
 #   1. the supervisor's side of a sandbox start (prepare + claim of
 #      /bin/true: wall and CPU), cold clone vs launcher, with the supervisor
-#      at its own size and after touching 400 and 1600 MiB of heap (what a
-#      daemon holding many sessions carries into every clone it makes);
+#      at its own size, with 400 sandboxes alive (as a daemon's sessions,
+#      with their fds and children), and after touching 400 and 1600 MiB
+#      of heap (what a large daemon carries into every clone it makes);
 #   2. a python kernel ready to take a request: cold start vs forked by a
 #      zygote (numpy, pandas, matplotlib preloaded), and a one-shot
 #      `import numpy; numpy.arange(10).sum()` start to verdict;
@@ -41,19 +42,20 @@ field() { sed -n "s/.*[ ^]$1=\([^ ]*\).*/\1/p" <<<" $2"; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2)}'; }
 
 echo "# 1. supervisor's side of a start (/bin/true, $RUNS runs x $PAIRS pairs; medians of the pair averages, µs)"
-printf '%-10s %-9s %10s %10s %10s\n' ballast path start_wall start_cpu start_to_verdict
-for mib in 0 400 1600; do
+printf '%-14s %-9s %10s %10s %10s\n' supervisor path start_wall start_cpu start_to_verdict
+for load in "none" "--live 400" "--ballast 400" "--ballast 1600"; do
+	args=(); [ "$load" != none ] && args=($load)
 	declare -A w=() c=() t=()
 	for ((p = 0; p < PAIRS; p++)); do
 		for path in cold launcher; do
 			flag=; [ $path = launcher ] && flag=--launcher
-			line=$(nice "$ZR" run $flag --quiet --ballast $mib --runs $RUNS -- /bin/true)
+			line=$(nice "$ZR" run $flag --quiet "${args[@]}" --runs $RUNS -- /bin/true)
 			w[$path]+="$(field start_us "$line") " c[$path]+="$(field start_cpu_us "$line") "
 			t[$path]+="$(field total_us "$line") "
 		done
 	done
 	for path in cold launcher; do
-		printf '%-10s %-9s %10s %10s %10s\n' "${mib}MiB" $path \
+		printf '%-14s %-9s %10s %10s %10s\n' "${load#--}" $path \
 			"$(tr ' ' '\n' <<<"${w[$path]}" | grep . | median)" \
 			"$(tr ' ' '\n' <<<"${c[$path]}" | grep . | median)" \
 			"$(tr ' ' '\n' <<<"${t[$path]}" | grep . | median)"

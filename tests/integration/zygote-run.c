@@ -9,7 +9,8 @@
  *       supervisor's side of a start, prepare + claim, wall; C: the CPU
  *       time it spent on it; B: start to verdict), averages.
  *       --ballast touches MIB of heap first, as a daemon holding many
- *       sessions would have.
+ *       sessions would have; --live N keeps N sandboxes (sleep) alive
+ *       meanwhile, started the cold way, with their fds and children.
  *   zygote-run kernel [--zygote MODULES|-] [--runs N] [--quiet] CODE...
  *       per run: prepares a python kernel (cold, or forked by a zygote
  *       preloading MODULES, comma-separated, "-" for none), executes each
@@ -129,13 +130,17 @@ static char *subst(const char *code, int zygote, int sibling)
 static int cmd_run(int argc, char **argv)
 {
 	bool use_launcher = false, quiet = false, hold = false;
-	long runs = 1, ballast = 0;
+	long runs = 1, ballast = 0, live = 0;
 	struct ward_error err;
 	struct ward_policy p;
 	if (ward_policy_init(&p, &err) < 0)
 		return die("policy", &err);
 	int i = 0;
 	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--live") == 0 && i + 1 < argc) {
+			live = strtol(argv[++i], NULL, 10);
+			continue;
+		}
 		int po = policy_option(&p, argc, argv, &i, &err);
 		if (po < 0)
 			return die("policy", &err);
@@ -164,6 +169,13 @@ static int cmd_run(int argc, char **argv)
 		if (b)
 			memset(b, 1, n); /* kept: the daemon's state */
 	}
+	/* --live N: N sandboxes alive meanwhile, started the cold way, as a
+	 * daemon's sessions are: their fds, cgroups and children */
+	struct ward_sandbox **held = live > 0 ? calloc((size_t)live, sizeof(*held)) : NULL;
+	char *sleeper[] = { "/bin/sleep", "600", NULL };
+	for (long k = 0; held && k < live; k++)
+		if (ward_sandbox_start(&p, sleeper, NULL, &held[k], &err) < 0)
+			return die("live", &err);
 	uint64_t start_sum = 0, total_sum = 0, cpu_sum = 0;
 	const char *status = "ok";
 	for (long r = 0; r < runs; r++) {
@@ -191,6 +203,13 @@ static int cmd_run(int argc, char **argv)
 		if (r == 0 && !quiet)
 			fprintf(stderr, "layers=%#x degraded=%#x\n", v.layers, v.degraded);
 	}
+	for (long k = 0; held && k < live; k++) {
+		struct ward_verdict v;
+		memset(&v, 0, sizeof(v));
+		ward_sandbox_kill(held[k], WARD_KILL_CANCEL);
+		ward_sandbox_finish(held[k], &v, &err);
+	}
+	free(held);
 	printf("status=%s runs=%ld start_us=%llu start_cpu_us=%llu total_us=%llu\n", status, runs,
 	       (unsigned long long)(start_sum / (uint64_t)runs),
 	       (unsigned long long)(cpu_sum / (uint64_t)runs),
