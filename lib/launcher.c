@@ -416,6 +416,50 @@ static int answer(int sock, long pid, uint32_t degraded, const struct ward_error
 	return send_fds(sock, &rep, sizeof(rep), &pidfd, pidfd >= 0 ? 1 : 0);
 }
 
+/* Maps the request's memfd once the header agrees with the fds it came
+ * with; MAP_FAILED otherwise. */
+static void *map_request(const struct launch_req *req, const int *fds, int n)
+{
+	size_t want = LAUNCH_FIXED_FDS + (req->has_cgroup_fd ? 1u : 0u) + req->n_cg_tasks;
+	struct stat st;
+	if (req->magic != LAUNCH_MAGIC || (size_t)n != want || req->n_cg_tasks > 6 ||
+	    req->n_rlimits > WARD_PLAN_MAX_RLIMITS || fstat(fds[0], &st) < 0 ||
+	    (uint64_t)st.st_size != req->blob_len || req->blob_len == 0)
+		return MAP_FAILED;
+	return mmap(NULL, req->blob_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fds[0], 0);
+}
+
+/* clone_init, and in a non-dumpable helper (a zygote) a handshake: its
+ * clones are non-dumpable too, and a rootless supervisor could not open
+ * their /proc files to write the id maps. The clone makes itself
+ * dumpable, as a cold init is, and says so before the pid is answered.
+ * Returns as clone_init (0 in the clone). */
+static long clone_dumpable(struct ward_plan *plan, int cgroup_fd, int *pidfd, uint32_t *degraded,
+			   struct ward_error *err)
+{
+	int dump[2] = { -1, -1 };
+	if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0 && pipe2(dump, O_CLOEXEC) < 0)
+		return ward_error_set(err, errno, "launcher", "unable to create a pipe");
+	long pid = clone_init(plan, cgroup_fd, pidfd, degraded);
+	if (pid == 0) {
+		if (dump[1] >= 0 && (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
+				     write(dump[1], "d", 1) != 1))
+			_exit(125);
+		return 0;
+	}
+	if (dump[1] >= 0) {
+		close(dump[1]);
+		/* EOF: it died, and the verdict will say so */
+		char c;
+		ssize_t got = pid > 0 ? read(dump[0], &c, 1) : 0;
+		(void)got;
+		close(dump[0]);
+	}
+	if (pid < 0)
+		ward_error_set(err, (int)-pid, "userns", "unable to create the sandbox's namespaces");
+	return pid;
+}
+
 int ward_launcher_serve(int sock, enum ward_launch_mode mode)
 {
 	struct launch_req req;
@@ -423,17 +467,11 @@ int ward_launcher_serve(int sock, enum ward_launch_mode mode)
 	int n = recv_fds(sock, &req, sizeof(req), fds, LAUNCH_MAX_FDS);
 	if (n == -1 || n == -ECONNRESET)
 		return -1;
-	struct ward_error err;
-	ward_error_clear(&err);
 	if (n < 0)
 		return answer(sock, -EPROTO, 0, NULL, -1) < 0 ? -1 : 0;
-	size_t want = LAUNCH_FIXED_FDS + (req.has_cgroup_fd ? 1u : 0u) + req.n_cg_tasks;
-	struct stat st;
-	void *map = MAP_FAILED;
-	if (req.magic == LAUNCH_MAGIC && (size_t)n == want && req.n_cg_tasks <= 6 &&
-	    req.n_rlimits <= WARD_PLAN_MAX_RLIMITS && fstat(fds[0], &st) == 0 &&
-	    (uint64_t)st.st_size == req.blob_len && req.blob_len > 0)
-		map = mmap(NULL, req.blob_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fds[0], 0);
+	struct ward_error err;
+	ward_error_clear(&err);
+	void *map = map_request(&req, fds, n);
 	long pid = -EPROTO;
 	int pidfd = -1;
 	uint32_t degraded = 0;
@@ -451,36 +489,10 @@ int ward_launcher_serve(int sock, enum ward_launch_mode mode)
 			ward_error_set(&err, -r, "launcher", "bad request");
 		else
 			r = build(&req, fds, d, &pol, &pp, plan, &err);
-		/* A non-dumpable helper (a zygote) has non-dumpable clones, whose
-		 * /proc files a rootless supervisor cannot open to write the id
-		 * maps: the clone makes itself dumpable, as a cold init is, and
-		 * says so before the pid is answered. */
-		int dump[2] = { -1, -1 };
-		if (r == 0 && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0 && pipe2(dump, O_CLOEXEC) < 0)
-			r = ward_error_set(&err, errno, "launcher", "unable to create a pipe");
-		if (r == 0) {
-			pid = clone_init(plan, req.has_cgroup_fd ? fds[LAUNCH_FIXED_FDS] : -1, &pidfd,
-					 &degraded);
-			if (pid == 0) {
-				if (dump[1] >= 0 && (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
-						     write(dump[1], "d", 1) != 1))
-					_exit(125);
-				return child(plan, fds[4], fds[5], mode);
-			}
-			if (dump[1] >= 0) {
-				close(dump[1]);
-				/* EOF: it died, and the verdict will say so */
-				char c;
-				ssize_t got = pid > 0 ? read(dump[0], &c, 1) : 0;
-				(void)got;
-				close(dump[0]);
-			}
-			if (pid < 0)
-				ward_error_set(&err, (int)-pid, "userns",
-					       "unable to create the sandbox's namespaces");
-		} else {
-			pid = r;
-		}
+		pid = r < 0 ? r : clone_dumpable(plan, req.has_cgroup_fd ? fds[LAUNCH_FIXED_FDS] : -1,
+						  &pidfd, &degraded, &err);
+		if (pid == 0)
+			return child(plan, fds[4], fds[5], mode);
 		ward_plan_release(plan);
 	}
 	ward_policy_plan_unref(pp);

@@ -44,12 +44,16 @@ pid_t ward_launcher_pid(const struct ward_launcher *l);
 
 struct ward_zygote;
 
-/* Starts a zygote for lang (only WARD_LANG_PYTHON today): the image's
+/* Starts a zygote for lang (only WARD_LANG_PYTHON today; call it, like
+ * ward_launcher_start, from the thread that outlives its sandboxes): the image's
  * python3 running runners/python/zygote.py from runners_dir (NULL: found
  * as for kernels), which imports each of modules (NULL: numpy, pandas,
  * matplotlib; a module that is missing is skipped) with one thread per
  * math library, then says it is ready. Blocks until then (seconds: it
- * imports). NULL with err set when the runtime cannot start. */
+ * imports). NULL with err set when the runtime cannot start. Its
+ * sandboxes' programs are always lang's kernel (the plan's argv is not
+ * exec'd); it finds libward-zygote.so next to the binary in a build tree,
+ * through $WARD_ZYGOTE_MODULE, or installed under libdir/ward. */
 struct ward_zygote *ward_zygote_start(enum ward_lang lang, const char *const *modules,
 				      const char *runners_dir, struct ward_error *err);
 /* Stops the zygote and frees *z. NULL is a no-op. */
