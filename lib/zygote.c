@@ -23,12 +23,9 @@
 #include <sys/wait.h>
 
 #include "base/util.h"
+#include "config.h"
 #include "launcher.h"
 #include "ward/zygote.h"
-
-#ifndef WARD_ZYGOTE_MODULE
-#define WARD_ZYGOTE_MODULE "/usr/local/lib/ward/libward-zygote.so"
-#endif
 
 enum { MAX_MODULES = 64, READY_TIMEOUT_MS = 60000 };
 
@@ -39,8 +36,8 @@ struct ward_zygote {
 
 static const char *const default_modules[] = { "numpy", "pandas", "matplotlib", NULL };
 
-/* Next to the binary in a build tree (build/src/ward: build/lib/), else
- * $WARD_ZYGOTE_MODULE, else the installed path. */
+/* $WARD_ZYGOTE_MODULE (or the path given), else next to the binary in a
+ * build tree (build/src/ward: build/lib/), else the installed path. */
 static int find_file(const char *given, const char *env, const char *const rel[], size_t n,
 		     const char *installed, char *out, size_t len)
 {
@@ -115,13 +112,12 @@ WARD_EXPORT struct ward_zygote *ward_zygote_start(enum ward_lang lang, const cha
 	}
 	char runners[PATH_MAX], module[PATH_MAX], script[PATH_MAX + 32];
 	const char *const rel_runners[] = { "/../../runners", "/../share/ward/runners" };
-	const char *const rel_module[] = { "/../lib/libward-zygote.so",
-					   "/../lib/ward/libward-zygote.so" };
+	const char *const rel_module[] = { "/../lib/libward-zygote.so" };
 	if (find_file(runners_dir, "WARD_RUNNERS", rel_runners, 2, NULL, runners, sizeof(runners)) < 0) {
 		ward_error_set(err, ENOENT, "zygote", "no runners directory found (set WARD_RUNNERS)");
 		return NULL;
 	}
-	if (find_file(NULL, "WARD_ZYGOTE_MODULE", rel_module, 2, WARD_ZYGOTE_MODULE, module,
+	if (find_file(NULL, "WARD_ZYGOTE_MODULE", rel_module, 1, WARD_ZYGOTE_MODULE, module,
 		      sizeof(module)) < 0) {
 		ward_error_set(err, ENOENT, "zygote",
 			       "libward-zygote.so not found (set WARD_ZYGOTE_MODULE)");
