@@ -160,6 +160,18 @@ test_expect_success ZR,PY 'the zygote is single-threaded with its modules loaded
 	expect_eq "$n" 1
 '
 
+# Cgroups are named ward-<supervisor pid>-... (lib/layers/cgroup.c).
+test_expect_success ZR,PY 'a kernel'"'"'s end leaves no process and no cgroup' '
+	hold_start res --zygote $MODS "import subprocess; subprocess.Popen([\"sleep\", \"60\"]); print(1)" || exit 1
+	prog=$(cat /proc/$child/task/$child/children | tr -d " ") && [ -n "$prog" ] &&
+	hold_end &&
+	wait_for "the kernel to exit" "process_gone $prog" &&
+	wait_for "its init to exit" "process_gone $child" &&
+	wait_for "the zygote to exit" "process_gone $zygote" &&
+	left=$(find /sys/fs/cgroup -maxdepth 4 -name "ward-$self-*" 2>/dev/null) &&
+	expect_eq "$left" ""
+'
+
 test_expect_success ZR,PY 'killing the supervisor leaves no zygote and no sandbox' '
 	hold_start kill --zygote $MODS "print(1)" || exit 1
 	[ -d /proc/$zygote ] && [ -d /proc/$child ] && kill -9 $self &&
