@@ -48,6 +48,9 @@ enum {
 	LAUNCH_MAX_BINDS = 64,
 	/* the filler of freed memory in a helper: no tenant byte survives a free */
 	LAUNCH_PERTURB = 0x5a,
+	/* a helper that takes longer to answer is broken: the supervisor
+	 * stops using it rather than wait (a zygote's clone takes ~3 ms) */
+	LAUNCH_TIMEOUT_S = 10,
 };
 
 struct launch_req {
@@ -71,6 +74,7 @@ struct ward_launcher {
 	pthread_mutex_t lock;         /* one request at a time on sock */
 	int sock;
 	pid_t pid;
+	bool broken;                  /* a request failed midway: the channel is out of step */
 };
 
 /* ---- the request's body: policy, argv, files, binds ---- */
@@ -308,19 +312,26 @@ long ward_launcher_spawn(struct ward_launcher *l, const struct ward_plan *plan, 
 	struct launch_reply rep;
 	int pfd = -1;
 	pthread_mutex_lock(&l->lock);
-	int r = send_fds(l->sock, &req, sizeof(req), fds, n);
+	int r = l->broken ? -EPIPE : send_fds(l->sock, &req, sizeof(req), fds, n);
 	if (r == 0) {
 		int got = recv_fds(l->sock, &rep, sizeof(rep), &pfd, 1);
 		r = got < 0 ? (got == -1 ? -EPIPE : got) : 0;
 		if (r == 0 && rep.pid > 0 && got != 1)
 			r = -EPROTO;
 	}
+	if (r < 0 && !l->broken) {
+		/* a late answer would be read as the next request's: stop here */
+		l->broken = true;
+		shutdown(l->sock, SHUT_RDWR);
+	}
 	pthread_mutex_unlock(&l->lock);
 	close(memfd);
 	if (r < 0) {
 		if (pfd >= 0)
 			close(pfd);
-		return ward_error_set(err, -r, "launcher", "the launcher did not answer");
+		ward_error_set(err, -r, "launcher", "the launcher did not answer");
+		ward_error_hint(err, "it is stopped for good: start another one");
+		return -(err->code ? err->code : EPIPE);
 	}
 	if (rep.pid <= 0) {
 		if (pfd >= 0)
@@ -540,6 +551,9 @@ struct ward_launcher *ward_launcher_adopt(int sock, pid_t pid)
 	pthread_mutex_init(&l->lock, NULL);
 	l->sock = sock;
 	l->pid = pid;
+	struct timeval tv = { .tv_sec = LAUNCH_TIMEOUT_S };
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	return l;
 }
 

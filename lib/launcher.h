@@ -16,13 +16,16 @@
 
 struct ward_launcher;
 
-/* Supervisor: has l clone the sandboxes's init for plan (built by the
+/* Supervisor: has l clone the sandbox's init for plan (built by the
  * caller: its policy, argv, files, binds, rlimits and degraded bits are
  * sent), with stdio from plan->stdio, the init's ends of the sync pipe and
  * report socket, the cgroup fd (-1: none) and plan->cg_tasks. Returns the
  * init's pid with *pidfd set, or -errno with err set. Adds to
  * *degraded the layers the launcher had to do without (the time
- * namespace). None of the fds is taken. */
+ * namespace). None of the fds is taken. One request at a time (a mutex);
+ * a helper that does not answer within 10 s, or breaks the protocol, is
+ * given up: this and every later call fail with EPIPE or ETIMEDOUT
+ * (EAGAIN) rather than read an answer out of step. */
 long ward_launcher_spawn(struct ward_launcher *l, const struct ward_plan *plan, int sync_fd,
 			 int report_fd, int cgroup_fd, int *pidfd, uint32_t *degraded,
 			 struct ward_error *err);

@@ -50,4 +50,9 @@ test_expect_success ZR 'killing the supervisor leaves no launcher and no sandbox
 	wait_for "the sandbox to exit" "process_gone $2"
 '
 
+test_expect_success ZR 'a dead launcher fails the next start with a clear error, at once' '
+	! out=$(timeout 20 "$ZR" run --launcher --quiet --kill-launcher --runs 3 -- /bin/true 2>&1) &&
+	expect_contains "$out" "launcher: the launcher did not answer"
+'
+
 test_done

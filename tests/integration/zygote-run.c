@@ -10,7 +10,8 @@
  *       time it spent on it; B: start to verdict), averages.
  *       --ballast touches MIB of heap first, as a daemon holding many
  *       sessions would have; --live N keeps N sandboxes (sleep) alive
- *       meanwhile, started the cold way, with their fds and children.
+ *       meanwhile, started the cold way, with their fds and children;
+ *       --kill-launcher kills the launcher after the first run.
  *   zygote-run kernel [--zygote MODULES|-] [--runs N] [--quiet] CODE...
  *       per run: prepares a python kernel (cold, or forked by a zygote
  *       preloading MODULES, comma-separated, "-" for none), executes each
@@ -129,7 +130,7 @@ static char *subst(const char *code, int zygote, int sibling)
 
 static int cmd_run(int argc, char **argv)
 {
-	bool use_launcher = false, quiet = false, hold = false;
+	bool use_launcher = false, quiet = false, hold = false, kill_launcher = false;
 	long runs = 1, ballast = 0, live = 0;
 	struct ward_error err;
 	struct ward_policy p;
@@ -152,6 +153,8 @@ static int cmd_run(int argc, char **argv)
 			quiet = true;
 		else if (strcmp(argv[i], "--hold") == 0)
 			hold = true;
+		else if (strcmp(argv[i], "--kill-launcher") == 0)
+			kill_launcher = true;
 		else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
 			runs = strtol(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--ballast") == 0 && i + 1 < argc)
@@ -179,6 +182,8 @@ static int cmd_run(int argc, char **argv)
 	uint64_t start_sum = 0, total_sum = 0, cpu_sum = 0;
 	const char *status = "ok";
 	for (long r = 0; r < runs; r++) {
+		if (kill_launcher && r == 1 && l)
+			kill(ward_launcher_pid(l), SIGKILL);
 		uint64_t c0 = cpu_us();
 		struct ward_sandbox_options so = { .launcher = l };
 		struct ward_sandbox *sb;
