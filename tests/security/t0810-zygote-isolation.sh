@@ -160,6 +160,11 @@ test_expect_success ZR,PY 'the zygote is single-threaded with its modules loaded
 	expect_eq "$n" 1
 '
 
+test_expect_success ZR,PY 'a module that is missing is skipped, the others preloaded' '
+	out=$("$ZR" kernel --zygote no_such_module,json "import sys; print(\"json\" in sys.modules, \"no_such_module\" in sys.modules)" 2>err) &&
+	expect_contains "$out" "True False" && expect_contains "$(cat err)" "no_such_module not preloaded"
+'
+
 # Cgroups are named ward-<supervisor pid>-... (lib/layers/cgroup.c).
 test_expect_success ZR,PY 'a kernel'"'"'s end leaves no process and no cgroup' '
 	hold_start res --zygote $MODS "import subprocess; subprocess.Popen([\"sleep\", \"60\"]); print(1)" || exit 1
