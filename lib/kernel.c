@@ -21,6 +21,7 @@
 #include "base/util.h"
 #include "kernel-internal.h"
 #include "workspace.h"
+#include "ward/zygote.h"
 #include <sodium.h>
 
 #define RUNNERS_INSIDE "/opt/ward/runners"
@@ -573,6 +574,8 @@ static int kernel_launch(const struct ward_policy *policy, const struct ward_ker
 			.stdin_pipe = true, .binds = &k->bind, .n_binds = 1,
 			/* begin's files: written by the init before the kernel starts */
 			.files = async ? o->files : NULL, .n_files = async ? o->n_files : 0,
+			.launcher = o->zygote && !o->session && ward_zygote_lang(o->zygote) == o->lang
+					    ? ward_zygote_launcher(o->zygote) : NULL,
 		};
 		r = ward_sandbox_start(&k->policy, argv, &so, &k->sb, err);
 	}

@@ -33,4 +33,8 @@ struct ward_report {
 __attribute__((noreturn)) void ward_child_main(struct ward_plan *plan, int sync_fd,
 					       int report_fd);
 
+/* A zygote's child (lib/launcher.c): the same init, but the program is
+ * forked, not exec'd; returns in the program only, once its layers are on. */
+void ward_child_main_return(struct ward_plan *plan, int sync_fd, int report_fd);
+
 #endif

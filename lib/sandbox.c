@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -368,4 +369,95 @@ void ward_child_main(struct ward_plan *plan, int sync_fd, int report_in)
 	struct __user_cap_data_struct caps[2] = { { 0 } };
 	syscall(SYS_capset, &hdr, caps);
 	init_wait(REPORT_FD, child, &rep);
+}
+
+/* A zygote's sandbox: the same init, but the program is forked, not
+ * vforked, because it does not exec — it returns into the zygote's runtime
+ * after its layers. What vfork gave for free is explicit here: the record
+ * the program fills is a shared page, and a pipe says when its layers are
+ * on (one byte) or that it failed (EOF). Returns in the program only, with
+ * fds 0-2 left and nothing else. */
+void ward_child_main_return(struct ward_plan *plan, int sync_fd, int report_in)
+{
+	struct ward_report *rep = mmap(NULL, sizeof(*rep), PROT_READ | PROT_WRITE,
+				       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (rep == MAP_FAILED)
+		_exit(125);
+	memset(rep, 0, sizeof(*rep));
+	rep->kind = WARD_REPORT_SETUP_FAILED;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		_exit(125);
+	char go;
+	if (ward_read_full(sync_fd, &go, 1) != 1)
+		_exit(125);
+	for (size_t i = 0; i < plan->n_cg_tasks; i++) {
+		if (write(plan->cg_tasks[i], "0", 1) != 1) {
+			ward_error_setv(&rep->err, errno, "cgroup", "unable to join the sandbox's cgroup", NULL);
+			ward_write_all(report_in, rep, sizeof(*rep));
+			_exit(125);
+		}
+		close(plan->cg_tasks[i]);
+	}
+	if (adopt_fds(plan, report_in, &sync_fd) != REPORT_FD)
+		_exit(125);
+	if (ward_layers_apply(ward_layers, ward_n_layers, WARD_STAGE_INIT, plan, &rep->err) < 0) {
+		rep->layers = plan->layers;
+		rep->degraded = plan->degraded;
+		report_and_exit(REPORT_FD, rep);
+	}
+	rep->layers = plan->layers;
+	rep->degraded = plan->degraded;
+	rearm_deathsig(sync_fd);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	int ready[2];
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		_exit(125);
+	rep->kind = WARD_REPORT_NONE;
+	pid_t child = fork();
+	if (child == 0) {
+		close(ready[0]);
+		/* as after an exec: the program's own, readable by itself */
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		if (ward_layers_apply(ward_layers, ward_n_layers, WARD_STAGE_PROGRAM, plan,
+				      &rep->err) < 0) {
+			rep->kind = WARD_REPORT_SETUP_FAILED;
+			_exit(127);
+		}
+		rep->layers = plan->layers;
+		rep->degraded = plan->degraded;
+		if (write(ready[1], "r", 1) != 1)
+			_exit(127);
+		/* what an exec would have closed (env marked them close-on-exec) */
+		syscall(SYS_close_range, 3U, ~0U, 0);
+		return;
+	}
+	close(ready[1]);
+	if (child < 0) {
+		ward_error_setv(&rep->err, errno, "pid", "unable to start the program", NULL);
+		rep->kind = WARD_REPORT_SETUP_FAILED;
+		report_and_exit(REPORT_FD, rep);
+	}
+	char r;
+	ssize_t got;
+	while ((got = read(ready[0], &r, 1)) < 0 && errno == EINTR)
+		;
+	close(ready[0]);
+	for (int i = 0; i < 3; i++)
+		close(i);
+	if (got != 1) {
+		int status;
+		waitpid(child, &status, 0);
+		if (rep->kind != WARD_REPORT_SETUP_FAILED) {
+			rep->kind = WARD_REPORT_SETUP_FAILED;
+			ward_error_setv(&rep->err, ECHILD, "pid", "the program died during setup", NULL);
+		}
+		report_and_exit(REPORT_FD, rep);
+	}
+	struct ward_report copy = *rep;
+	copy.kind = WARD_REPORT_RUNNING;
+	send_running(REPORT_FD, &copy);
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct caps[2] = { { 0 } };
+	syscall(SYS_capset, &hdr, caps);
+	init_wait(REPORT_FD, child, &copy);
 }

@@ -22,6 +22,7 @@
 #include "base/util.h"
 #include "cgroup.h"
 #include "kernel-internal.h" /* ward_sandbox_restart_clock */
+#include "launcher.h"
 #include "sandbox-child.h"
 #include "ward/sandbox.h"
 
@@ -55,6 +56,7 @@ struct ward_sandbox {
 	bool ended;             /* ward_sandbox_end returned */
 	int root_fd;            /* the sandbox's root, sent by its init */
 	uint64_t killed_user_us, killed_sys_us; /* sampled when it was killed */
+	struct ward_launcher *launcher; /* clones the init instead of us (options) */
 };
 
 static void close_pair(int p[2])
@@ -143,7 +145,14 @@ static int start_child(struct ward_sandbox *r, struct ward_error *err)
 			   ward_cgroup_open_self_attach(&r->cg, r->plan.cg_tasks,
 							ARRAY_SIZE(r->plan.cg_tasks),
 							&r->plan.n_cg_tasks) == 0;
-	long pid = syscall(SYS_clone3, &args, sizeof(args));
+	long pid = r->launcher ? ward_launcher_spawn(r->launcher, &r->plan, r->sync[0], r->report[1],
+						     cgfd, &r->pidfd, &r->plan.degraded, err)
+			       : syscall(SYS_clone3, &args, sizeof(args));
+	if (pid < 0 && r->launcher) {
+		for (size_t i = 0; i < r->plan.n_cg_tasks; i++)
+			close(r->plan.cg_tasks[i]);
+		return (int)pid;
+	}
 	if (pid < 0 && (errno == EINVAL || errno == EPERM) &&
 	    (r->plan.allow_degrade & (1u << WARD_LAYER_TIME))) {
 		/* time namespaces need Linux >= 5.6 and CONFIG_TIME_NS */
@@ -349,6 +358,7 @@ WARD_EXPORT int ward_sandbox_prepare(const struct ward_policy *policy, char *con
 	r->root_fd = -1;
 	r->cg.unified_fd = -1;
 	r->start_ns = ward_now_ns(); /* again at the claim */
+	r->launcher = opts ? opts->launcher : NULL;
 	ward_id_new(r->id, sizeof(r->id), NULL, 8);
 
 	struct ward_plan_cache *cache = ward_plan_cache_default();

@@ -41,6 +41,7 @@ int ward_lang_from_name(const char *name);
 const char *ward_lang_extension(enum ward_lang lang);
 
 struct ward_kernel;
+struct ward_zygote;
 
 struct ward_kernel_options {
 	enum ward_lang lang;
@@ -53,6 +54,9 @@ struct ward_kernel_options {
 	 * (runners/PROTOCOL.md, "Sessions"). lang is then unused. Only with
 	 * ward_kernel_begin; drive it with ward_kernel_listen/send. */
 	bool session;
+	/* A zygote of lang (ward/zygote.h) forks the kernel instead of a cold
+	 * start; NULL, another language or a session: a cold start. */
+	struct ward_zygote *zygote;
 };
 
 /* Called for each message as it arrives (borrowed; valid during the call).

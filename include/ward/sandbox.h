@@ -23,6 +23,7 @@ extern "C" {
 #endif
 
 struct ward_sandbox;
+struct ward_launcher;
 
 /* A file put into /workspace, owned by the sandbox user: by the init before
  * the program starts (ward_sandbox_options), or by a kernel's claim from
@@ -43,6 +44,9 @@ struct ward_sandbox_options {
 	 * language runners, read-only at a path the policy may not use. */
 	const struct ward_bind *binds;
 	size_t n_binds;
+	/* NULL: the caller clones the sandbox itself. Else a launcher or a
+	 * zygote (ward/zygote.h) clones it, as the caller's child. */
+	struct ward_launcher *launcher;
 };
 
 enum ward_kill_reason {
