@@ -98,7 +98,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=10)
     a = ap.parse_args()
     out = {"print": latency(a.socket, a.key, "print(1)", a.runs)}
-    if subprocess.run(["python3", "-c", "import numpy"], capture_output=True).returncode == 0:
+    if subprocess.run(["/usr/bin/python3", "-c", "import numpy"], capture_output=True).returncode == 0:
         out["numpy"] = latency(a.socket, a.key, "import numpy; numpy.arange(10).sum()", a.runs)
     if a.clients:
         out["throughput"] = throughput(a.socket, a.key, a.clients, a.seconds)

@@ -678,6 +678,12 @@ int ward_sandbox_verdict_now(struct ward_sandbox *sb, struct ward_verdict *v)
 	v->exit_code = 0;
 	v->signal = 0;
 	v->status = WARD_STATUS_OK;
+	/* what the init's rusage would have said, per process from /proc;
+	 * the cgroup's figures replace it when it counts CPU (fill_limits) */
+	sample_cpu(sb);
+	v->usage.cpu_user_ms = sb->killed_user_us / 1000;
+	v->usage.cpu_sys_ms = sb->killed_sys_us / 1000;
+	sb->killed_user_us = sb->killed_sys_us = 0;
 	fill_limits(sb, v);
 	return 0;
 }

@@ -412,7 +412,8 @@ static int start_warm(struct ward_execution *ex, struct ward_error *err)
 	int rc = submit_next(ex, err);
 	if (rc == -ECHILD)
 		rc = 0; /* died: the step says how */
-	warm_refill(ex->s);
+	/* no refill here: it would take a CPU from this request; the
+	 * teardown's end asks for one (pool.c) */
 	return rc < 0 ? rc : 0;
 }
 

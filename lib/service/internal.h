@@ -80,7 +80,8 @@ struct ward_service {
 	struct svc_metrics m;
 	struct svc_pool *pool;            /* worker threads (worker.c) */
 	struct svc_warm *warm;            /* prepared kernels (pool.c), or NULL */
-	unsigned tearing_down;            /* finished sandboxes a worker is ending */
+	unsigned tearing_down;            /* finished sandboxes being ended */
+	struct svc_job *teardowns;        /* ... not yet given to a worker */
 	/* upload bodies held in memory (files.c) */
 	uint64_t uploads_total;
 	struct { char tenant[WARD_KEY_TENANT_MAX + 1]; uint64_t bytes; } uploads[64];
@@ -280,8 +281,10 @@ void warm_tick(struct ward_service *s);
 int warm_timeout(struct ward_service *s);
 void warm_stats(const struct ward_service *s, int lang, struct svc_warm_stats *st);
 /* Ends a kernel whose verdict is out (kill, reap, cgroup) on a worker, or
- * here when none is free. */
+ * on the loop when none is free; _flush (the next dispatch) hands them
+ * over, after the front end sent what the verdict answered. */
 void svc_teardown(struct ward_service *s, struct ward_kernel *k);
+void svc_teardown_flush(struct ward_service *s);
 
 /* state.c: the state directory */
 void svc_state_close(struct ward_service *s);

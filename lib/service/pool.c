@@ -357,19 +357,33 @@ static void teardown_done(struct ward_service *s, struct svc_job *j)
 	warm_refill(s);
 }
 
+/* Queued for the next turn of the loop, so that the front end sends the
+ * answer first: a worker ending a sandbox takes a CPU. */
 void svc_teardown(struct ward_service *s, struct ward_kernel *k)
 {
 	struct teardown_job *t = calloc(1, sizeof(*t));
-	if (t) {
-		t->k = k;
-		t->j.run = teardown_run;
-		t->j.done = teardown_done;
-		ward_strlcpy(t->j.tenant, "(teardown)", sizeof(t->j.tenant));
-		if (svc_job_submit(s, &t->j) == 0) {
-			s->tearing_down++;
-			return;
-		}
-		free(t);
+	if (!t) {
+		ward_kernel_discard(k);
+		return;
 	}
-	ward_kernel_discard(k); /* no worker free (or embedded): on the loop */
+	t->k = k;
+	t->j.run = teardown_run;
+	t->j.done = teardown_done;
+	ward_strlcpy(t->j.tenant, "(teardown)", sizeof(t->j.tenant));
+	t->j.next = s->teardowns;
+	s->teardowns = &t->j;
+	s->tearing_down++;
+}
+
+void svc_teardown_flush(struct ward_service *s)
+{
+	struct svc_job *j = s->teardowns, *next;
+	s->teardowns = NULL;
+	for (; j; j = next) {
+		next = j->next;
+		if (svc_job_submit(s, j) == 0)
+			continue;
+		/* no worker free (or an embedded core): here */
+		teardown_done(s, j);
+	}
 }

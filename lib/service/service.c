@@ -266,6 +266,7 @@ const struct ward_service_config *ward_service_settings(const struct ward_servic
 void ward_service_close(struct ward_service *s)
 {
 	warm_stop(s);
+	svc_teardown_flush(s);
 	svc_workers_stop(s); /* before the answers its jobs fill go */
 	warm_free(s);
 	session_release_all(s);
@@ -296,6 +297,7 @@ int ward_service_fd(const struct ward_service *svc)
 void ward_service_dispatch(struct ward_service *s)
 {
 	struct epoll_event evs[64];
+	svc_teardown_flush(s);
 	int n = epoll_wait(s->epfd, evs, ARRAY_SIZE(evs), 0);
 	for (int i = 0; i < n; i++) {
 		struct watch *w = evs[i].data.ptr;
@@ -322,6 +324,8 @@ int ward_service_timeout(struct ward_service *s)
 		t = se;
 	if (wt >= 0 && (t < 0 || wt < t))
 		t = wt;
+	if (s->teardowns)
+		t = 0;
 	if (s->stopping && (t < 0 || t > 50))
 		t = 50;
 	return t;
