@@ -200,12 +200,13 @@ int warm_start(struct ward_service *s)
 	return 0;
 }
 
-static void drop(struct svc_warm *w, int l, struct warm_entry **p)
+/* An entry leaves the pool unused: ended off the loop like a finished one. */
+static void drop(struct ward_service *s, int l, struct warm_entry **p)
 {
 	struct warm_entry *e = *p;
 	*p = e->next;
-	w->n_ready[l]--;
-	ward_kernel_discard(e->k);
+	s->warm->n_ready[l]--;
+	svc_teardown(s, e->k);
 	free(e);
 }
 
@@ -226,7 +227,7 @@ static void sweep(struct ward_service *s)
 				w->st[l].retired++;
 			else
 				w->st[l].died++;
-			drop(w, l, p);
+			drop(s, l, p);
 		}
 }
 
@@ -252,10 +253,10 @@ struct ward_kernel *warm_take(struct ward_service *s, const struct exec_request 
 		struct warm_entry **p = &w->ready[r->lang];
 		if (memcmp((*p)->digest, d, sizeof(d)) != 0) {
 			st->retired++;
-			drop(w, r->lang, p);
+			drop(s, r->lang, p);
 		} else if (!ward_kernel_alive((*p)->k)) {
 			st->died++;
-			drop(w, r->lang, p);
+			drop(s, r->lang, p);
 		} else {
 			struct warm_entry *e = *p;
 			*p = e->next;
@@ -277,7 +278,7 @@ void warm_make_room(struct ward_service *s)
 	for (int l = 0; w && l < WARD_LANG_COUNT; l++)
 		while (w->ready[l] && s->running + warm_live(s) > s->cfg.max_executions) {
 			w->st[l].retired++;
-			drop(w, l, &w->ready[l]);
+			drop(s, l, &w->ready[l]);
 		}
 }
 
@@ -303,6 +304,9 @@ int warm_timeout(struct ward_service *s)
 	return now >= w->next_sweep_ns ? 0 : (int)((w->next_sweep_ns - now) / 1000000 + 1);
 }
 
+/* Every waiting entry goes to the teardown (workers, off the loop: the
+ * loop still answers while the daemon stops); ward_service_close waits for
+ * the workers, so none is left once the core is closed. */
 void warm_stop(struct ward_service *s)
 {
 	struct svc_warm *w = s->warm;
@@ -311,8 +315,12 @@ void warm_stop(struct ward_service *s)
 	w->stopped = true;
 	for (int l = 0; l < WARD_LANG_COUNT; l++)
 		while (w->ready[l]) {
+			struct warm_entry *e = w->ready[l];
+			w->ready[l] = e->next;
+			w->n_ready[l]--;
 			w->st[l].retired++;
-			drop(w, l, &w->ready[l]);
+			svc_teardown(s, e->k);
+			free(e);
 		}
 }
 
