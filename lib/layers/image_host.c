@@ -7,6 +7,7 @@
  * content. Never the host's real /etc, nor /root, /home, /var or /run.
  * Host files are read once per process and kept for later plans.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,10 +33,8 @@ struct copy_cache {
 };
 static struct copy_cache cache;
 
-static void load_copies(void)
+static void load_copies_once(void)
 {
-	if (cache.loaded)
-		return;
 	for (size_t i = 0; i < ARRAY_SIZE(etc_copies); i++) {
 		char path[256];
 		snprintf(path, sizeof(path), "/etc/%s", etc_copies[i]);
@@ -43,6 +42,13 @@ static void load_copies(void)
 			cache.data[i] = NULL;
 	}
 	cache.loaded = true;
+}
+
+/* Plans are built on several threads (a pool's refills): read once. */
+static void load_copies(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, load_copies_once);
 }
 
 static int add(struct ward_plan *plan, enum ward_mount_kind kind, const char *target,
