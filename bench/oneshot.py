@@ -1,11 +1,13 @@
 """One-shot figures for `ward serve`: latency of a one-shot execution, one
 client, and throughput with several clients. A benchmark, not a test.
 
-    bench/oneshot.py SOCKET KEY [--runs N] [--clients N] [--seconds S]
+    bench/oneshot.py SOCKET KEY [--runs N] [--gap MS] [--clients N] [--seconds S]
 
 - print(1): N one-shot POST /v1/executions of python `print(1)`, one after
   the other on one keep-alive connection; p50/p99 in ms, measured by this
-  client around each HTTP request (unix socket).
+  client around each HTTP request (unix socket); with --gap, the client
+  waits that long between requests (a client that thinks: the pool refills
+  meanwhile), else they go back to back.
 - numpy: the same with `import numpy; numpy.arange(10).sum()` (skipped
   when numpy is not importable on this host).
 - throughput: --clients threads, each with its own connection, send
@@ -50,7 +52,7 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def latency(sock, key, code, runs):
+def latency(sock, key, code, runs, gap_ms=0):
     conn = UnixHTTP(sock)
     for _ in range(3):  # warm the connection and the pool's first refills
         oneshot(conn, key, code)
@@ -59,6 +61,8 @@ def latency(sock, key, code, runs):
         t = time.perf_counter()
         oneshot(conn, key, code)
         lat.append((time.perf_counter() - t) * 1000)
+        if gap_ms:
+            time.sleep(gap_ms / 1000)
     conn.close()
     return {"p50_ms": round(pct(lat, 50), 2), "p99_ms": round(pct(lat, 99), 2), "runs": runs}
 
@@ -94,12 +98,14 @@ def main():
     ap.add_argument("socket")
     ap.add_argument("key")
     ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--gap", type=float, default=0)
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=10)
     a = ap.parse_args()
-    out = {"print": latency(a.socket, a.key, "print(1)", a.runs)}
+    out = {"print": latency(a.socket, a.key, "print(1)", a.runs, a.gap)}
     if subprocess.run(["/usr/bin/python3", "-c", "import numpy"], capture_output=True).returncode == 0:
-        out["numpy"] = latency(a.socket, a.key, "import numpy; numpy.arange(10).sum()", a.runs)
+        out["numpy"] = latency(a.socket, a.key, "import numpy; numpy.arange(10).sum()",
+                               a.runs, a.gap)
     if a.clients:
         out["throughput"] = throughput(a.socket, a.key, a.clients, a.seconds)
     print(json.dumps(out))

@@ -4,7 +4,7 @@
 # and throughput with several clients, with the warm pool on and off. A
 # benchmark, not a test.
 #
-#   bench/oneshot.sh [--runs N] [--clients N] [--seconds S] [--pool SPEC] [--rounds N]
+#   bench/oneshot.sh [--runs N] [--gap MS] [--clients N] [--seconds S] [--pool SPEC] [--rounds N]
 #
 # Each round starts a daemon with --pool SPEC (default python=4) and one
 # with --pool none, one after the other (A B A B), and runs
@@ -12,15 +12,16 @@
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 WARD=${WARD:-$SRC/build/src/ward}
-RUNS=200 CLIENTS=16 SECONDS_=10 POOL=python=4 ROUNDS=1
+RUNS=200 GAP=0 CLIENTS=16 SECONDS_=10 POOL=python=4 ROUNDS=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--runs) RUNS=${2:?}; shift 2 ;;
+	--gap) GAP=${2:?}; shift 2 ;;
 	--clients) CLIENTS=${2:?}; shift 2 ;;
 	--seconds) SECONDS_=${2:?}; shift 2 ;;
 	--pool) POOL=${2:?}; shift 2 ;;
 	--rounds) ROUNDS=${2:?}; shift 2 ;;
-	*) echo "usage: bench/oneshot.sh [--runs N] [--clients N] [--seconds S] [--pool SPEC] [--rounds N]" >&2
+	*) echo "usage: bench/oneshot.sh [--runs N] [--gap MS] [--clients N] [--seconds S] [--pool SPEC] [--rounds N]" >&2
 	   exit 2 ;;
 	esac
 done
@@ -39,7 +40,7 @@ run() {
 		sleep 0.05
 	done
 	printf '{"pool": "%s", "figures": ' "$pool"
-	python3 "$SRC/bench/oneshot.py" "$d/run/ward.sock" "$key" --runs "$RUNS" \
+	python3 "$SRC/bench/oneshot.py" "$d/run/ward.sock" "$key" --runs "$RUNS" --gap "$GAP" \
 		--clients "$CLIENTS" --seconds "$SECONDS_" | tr -d '\n'
 	echo '}'
 	kill "$pid"

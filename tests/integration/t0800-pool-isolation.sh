@@ -139,7 +139,7 @@ test_expect_success SERVE 'a request refused at admission takes no pooled kernel
 test_expect_success SERVE 'after the daemon stops, no pooled kernel, sandbox process or cgroup of it is left' '
 	wait_for "the pool to refill" pool_full &&
 	dpid=$(cat "$D/pid") && ks=$(kernels) && [ -n "$ks" ] &&
-	stop_daemon &&
+	stop_daemon && expect_eq "$(cat "$D/rc")" 0 &&
 	for k in $ks; do process_gone "$k" || { echo "# kernel $k is left"; exit 1; }; done &&
 	expect_eq "$(find /sys/fs/cgroup -maxdepth 6 -name "ward-$dpid-*" 2>/dev/null | wc -l)" 0
 '
