@@ -61,6 +61,14 @@ leak_child = subprocess.Popen(["sleep", "300"], start_new_session=True)
 print("polluted")'
 stdout_of() { ward_json stdout < "$1"; }
 
+test_expect_success SERVE 'a bad --pool is refused, naming the setting and what it expects' '
+	for bad in python=x ruby=1 python=65 python python=-1; do
+		"$WARD" serve --socket "$D/bad.sock" --keys-file "$KEYS" --pool "$bad" > bad.out 2>&1
+		expect_eq "$?" 2 || exit 1
+		expect_contains "$(cat bad.out)" "pool: expected LANGUAGE=N" || exit 1
+	done
+'
+
 test_expect_success SERVE 'the pool fills (python=2)' '
 	wait_for "two pooled python kernels" pool_full
 '
