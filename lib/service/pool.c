@@ -30,6 +30,7 @@
 enum {
 	POOL_REFILLS = 2,          /* prepares running at once, all languages */
 	POOL_SWEEP_MS = 1000,      /* how often waiting entries are checked */
+	POOL_BACKOFF_MAX_MS = 60000,
 };
 
 _Static_assert(sizeof(((struct ward_service_config *)0)->pool) ==
@@ -50,6 +51,11 @@ struct svc_warm {
 	bool stopped;
 	uint64_t next_sweep_ns;
 	sigset_t loop_mask;                   /* a cold start's, for the refills */
+	/* a language whose refills fail (no node on this host, a broken
+	 * runner) waits before the next try, twice as long each time up to
+	 * POOL_BACKOFF_MAX_MS; a kept refill resets it */
+	uint64_t retry_ns[WARD_LANG_COUNT];
+	unsigned fails[WARD_LANG_COUNT];
 	struct svc_warm_stats st[WARD_LANG_COUNT];
 };
 
@@ -92,6 +98,28 @@ static uint64_t pool_memory(const struct ward_service *s)
 	return s->policy.memory;
 }
 
+/* A kernel that ended before it said it was ready: why, for the operator
+ * (the first time, then every 100th). It has ended: its verdict is at hand
+ * at once. */
+static void died_report(struct ward_service *s, struct refill_job *r)
+{
+	struct ward_verdict v;
+	struct ward_error err;
+	uint64_t n = s->warm->st[r->lang].died;
+	ward_verdict_init(&v);
+	ward_error_clear(&err);
+	ward_kernel_stop(r->k, &v, &err);
+	r->k = NULL;
+	if (n == 1 || n % 100 == 0)
+		fprintf(stderr, "ward: serve: warning: pool: a %s kernel ended before it was ready "
+			"(%s%s%s%s%s%s%s; stderr: %.200s)\n", ward_lang_name(r->lang),
+			ward_status_name(v.status), v.limit ? ", limit " : "", v.limit ? v.limit : "",
+			v.setup.message[0] ? ": " : "", v.setup.message,
+			v.setup.code ? ": " : "", v.setup.code ? strerror(v.setup.code) : "",
+			v.err.data ? v.err.data : "");
+	ward_verdict_release(&v);
+}
+
 static void refill_done(struct ward_service *s, struct svc_job *j)
 {
 	struct refill_job *r = (struct refill_job *)j;
@@ -101,16 +129,28 @@ static void refill_done(struct ward_service *s, struct svc_job *j)
 	bool keep = !j->cancelled && r->rc == 0 && r->k && !w->stopped &&
 		    memcmp(r->digest, w->digest, sizeof(w->digest)) == 0 &&
 		    w->n_ready[r->lang] < s->cfg.pool[r->lang];
+	bool failed = false;
 	if (keep && !ward_kernel_alive(r->k)) {
 		w->st[r->lang].died++;
 		keep = false;
+		failed = true;
+		died_report(s, r);
 	} else if (!j->cancelled && r->rc < 0) {
+		failed = true;
 		w->st[r->lang].failed++;
 		if (w->st[r->lang].failed == 1 || w->st[r->lang].failed % 100 == 0)
 			fprintf(stderr, "ward: serve: warning: pool: unable to prepare a %s kernel: "
 				"%s: %s\n", ward_lang_name(r->lang), r->err.layer, r->err.message);
 	}
+	if (failed) {
+		unsigned n = w->fails[r->lang] < 6 ? w->fails[r->lang]++ : 6;
+		uint64_t ms = (uint64_t)POOL_SWEEP_MS << n;
+		w->retry_ns[r->lang] = ward_now_ns() +
+			(ms < POOL_BACKOFF_MAX_MS ? ms : POOL_BACKOFF_MAX_MS) * 1000000ull;
+	}
 	if (keep) {
+		w->fails[r->lang] = 0;
+		w->retry_ns[r->lang] = 0;
 		struct warm_entry *e = calloc(1, sizeof(*e));
 		if (e) {
 			e->k = r->k;
@@ -122,7 +162,8 @@ static void refill_done(struct ward_service *s, struct svc_job *j)
 			r->k = NULL;
 		}
 	}
-	ward_kernel_discard(r->k); /* not kept: gone, on the loop (rare) */
+	if (r->k) /* not kept: ended off the loop like any other */
+		svc_teardown(s, r->k);
 	ward_policy_release(&r->policy);
 	free(r->runners);
 	free(r);
@@ -147,8 +188,9 @@ void warm_refill(struct ward_service *s)
 	struct svc_warm *w = s->warm;
 	if (!w || w->stopped || s->stopping)
 		return;
+	uint64_t now = ward_now_ns();
 	for (int l = 0; l < WARD_LANG_COUNT; l++) {
-		while (w->filling < POOL_REFILLS &&
+		while (w->filling < POOL_REFILLS && now >= w->retry_ns[l] &&
 		       w->n_ready[l] + w->n_filling[l] < s->cfg.pool[l] &&
 		       s->running + s->tearing_down + warm_live(s) < s->cfg.max_executions) {
 			struct refill_job *r = calloc(1, sizeof(*r));
@@ -194,9 +236,12 @@ int warm_start(struct ward_service *s)
 		return -1;
 	}
 	pthread_sigmask(SIG_SETMASK, NULL, &w->loop_mask);
-	w->next_sweep_ns = ward_now_ns() + POOL_SWEEP_MS * 1000000ull;
+	/* The first refill comes from the loop's first dispatch, not from
+	 * here: the front end is still setting up, and what it changes for
+	 * the whole process for a moment (the umask while it binds its
+	 * socket) a sandbox started on a worker meanwhile would inherit. */
+	w->next_sweep_ns = 0;
 	s->warm = w;
-	warm_refill(s);
 	return 0;
 }
 
