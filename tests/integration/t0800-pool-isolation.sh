@@ -95,6 +95,29 @@ test_expect_success SERVE 'a request after a polluting one sees nothing of it: a
 	EOF
 '
 
+# what a sandbox's setup leaves that a pooled start could get wrong: the
+# kernel's signal mask and dispositions (a refill runs on a worker thread,
+# which blocks every signal), its umask, ids, limits, and the modes of the
+# directories the setup made
+SETUP='import json, os, resource
+st = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines())
+print(json.dumps({
+  "sig": [st[k].strip() for k in ("SigBlk", "SigIgn", "NoNewPrivs", "Seccomp", "CapEff")],
+  "umask": os.umask(0o22),
+  "ids": [os.getuid(), os.getgid(), os.getgroups()],
+  "rlimits": [resource.getrlimit(getattr(resource, r)) for r in ("RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_CORE", "RLIMIT_STACK", "RLIMIT_NPROC")],
+  "modes": [oct(os.stat(p).st_mode) for p in ("/", "/etc", "/tmp", "/workspace", "/dev")],
+  "cwd": os.getcwd(),
+}))'
+
+test_expect_success SERVE 'a pooled sandbox is set up like a cold one (signals, umask, ids, limits, modes)' '
+	wait_for "the pool to refill" pool_full &&
+	h0=$(metric ward_pool_hits_total) &&
+	run warm.json "$SETUP" && run cold.json "$SETUP" "{\"timeout\": 7}" &&
+	expect_eq "$(metric ward_pool_hits_total)" $((h0 + 1)) &&
+	expect_eq "$(stdout_of warm.json)" "$(stdout_of cold.json)"
+'
+
 # the daemon's children that are sandboxes' inits; a pooled kernel is the
 # only child of its init
 kernels() {
