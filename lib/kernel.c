@@ -934,3 +934,9 @@ WARD_EXPORT int ward_kernel_end(struct ward_kernel *k, struct ward_verdict *v)
 		return -EAGAIN;
 	return ward_sandbox_verdict_now(k->sb, v);
 }
+
+WARD_EXPORT int ward_kernel_runners_dir(const char *given, char *out,
+				       struct ward_error *err)
+{
+	return find_runners(given, out, PATH_MAX, err);
+}

@@ -237,6 +237,12 @@ bool ward_kernel_alive(struct ward_kernel *k);
  * already over or killed): then finish it as before. */
 int ward_kernel_end(struct ward_kernel *k, struct ward_verdict *v);
 
+/* The runners directory a kernel started now would use: given, else
+ * $WARD_RUNNERS, else next to ward (out has PATH_MAX bytes). 0 or -errno.
+ * A pool stamps its kernels with the directory's state to retire them
+ * when the runners change. */
+int ward_kernel_runners_dir(const char *given, char *out, struct ward_error *err);
+
 enum { WARD_KERNEL_ID_SIZE = 32 };
 
 /* The listening form (sessions), on a kernel from ward_kernel_begin with

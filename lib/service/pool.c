@@ -19,10 +19,14 @@
  * they waited are dropped and counted; a policy change retires entries of
  * the old digest; stopping the core discards them all.
  */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/util.h"
 #include "internal.h"
@@ -31,6 +35,8 @@ enum {
 	POOL_REFILLS = 2,          /* prepares running at once, all languages */
 	POOL_SWEEP_MS = 1000,      /* how often waiting entries are checked */
 	POOL_BACKOFF_MAX_MS = 60000,
+	STAMP_MAX_ENTRIES = 1024,  /* files looked at for the runners' stamp */
+	STAMP_DEPTH = 4,
 };
 
 _Static_assert(sizeof(((struct ward_service_config *)0)->pool) ==
@@ -40,10 +46,13 @@ struct warm_entry {
 	struct warm_entry *next;
 	struct ward_kernel *k;
 	unsigned char digest[WARD_POLICY_DIGEST_LEN];
+	uint64_t stamp;            /* the runners' when it was prepared */
 };
 
 struct svc_warm {
 	unsigned char digest[WARD_POLICY_DIGEST_LEN]; /* of the default policy */
+	char runners[PATH_MAX];               /* "": not found (refills fail) */
+	uint64_t stamp;                       /* the runners' state, each sweep */
 	struct warm_entry *ready[WARD_LANG_COUNT];
 	unsigned n_ready[WARD_LANG_COUNT];
 	unsigned filling;                     /* refill jobs out, all languages */
@@ -66,10 +75,57 @@ struct refill_job {
 	char *runners;
 	sigset_t mask;
 	unsigned char digest[WARD_POLICY_DIGEST_LEN];
+	uint64_t stamp;
 	struct ward_kernel *k;
 	int rc;
 	struct ward_error err;
 };
+
+/* Adds what identifies one file's content (inode, size, times) to h. */
+static uint64_t stamp_add(uint64_t h, const struct stat *st)
+{
+	const uint64_t v[] = { (uint64_t)st->st_ino, (uint64_t)st->st_size,
+			       (uint64_t)st->st_mtim.tv_sec, (uint64_t)st->st_mtim.tv_nsec,
+			       (uint64_t)st->st_ctim.tv_sec, (uint64_t)st->st_ctim.tv_nsec };
+	for (size_t i = 0; i < ARRAY_SIZE(v); i++)
+		h = (h ^ v[i]) * 0x100000001b3ull; /* FNV-1a over words */
+	return h;
+}
+
+static uint64_t stamp_dir(int dfd, int depth, uint64_t h, unsigned *n)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *e;
+	if (!d) {
+		close(dfd);
+		return h;
+	}
+	while ((e = readdir(d)) != NULL && ++*n < STAMP_MAX_ENTRIES) {
+		struct stat st;
+		if (e->d_name[0] == '.' || strcmp(e->d_name, "__pycache__") == 0 ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		h = stamp_add(h, &st);
+		int sub;
+		if (S_ISDIR(st.st_mode) && depth < STAMP_DEPTH &&
+		    (sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+				  O_NOFOLLOW)) >= 0)
+			h = stamp_dir(sub, depth + 1, h, n);
+	}
+	closedir(d);
+	return h;
+}
+
+/* The runners directory's state: its files' inodes, sizes and times (not
+ * their bytes), at most STAMP_MAX_ENTRIES of them, bytecode caches left
+ * out. The operator's directory on the host: read on the loop once per
+ * sweep, bounded. An update that replaces or edits a runner changes it. */
+static uint64_t runners_stamp(const char *dir)
+{
+	unsigned n = 0;
+	int fd = dir[0] ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	return fd < 0 ? 0 : stamp_dir(fd, 0, 0xcbf29ce484222325ull, &n);
+}
 
 /* The one place a pooled kernel is made: with the options a cold start of
  * the same request would use, minus its files (execution.c). */
@@ -127,7 +183,7 @@ static void refill_done(struct ward_service *s, struct svc_job *j)
 	w->filling--;
 	w->n_filling[r->lang]--;
 	bool keep = !j->cancelled && r->rc == 0 && r->k && !w->stopped &&
-		    memcmp(r->digest, w->digest, sizeof(w->digest)) == 0 &&
+		    memcmp(r->digest, w->digest, sizeof(w->digest)) == 0 && r->stamp == w->stamp &&
 		    w->n_ready[r->lang] < s->cfg.pool[r->lang];
 	bool failed = false;
 	if (keep && !ward_kernel_alive(r->k)) {
@@ -154,6 +210,7 @@ static void refill_done(struct ward_service *s, struct svc_job *j)
 		struct warm_entry *e = calloc(1, sizeof(*e));
 		if (e) {
 			e->k = r->k;
+			e->stamp = r->stamp;
 			memcpy(e->digest, r->digest, sizeof(e->digest));
 			e->next = w->ready[r->lang];
 			w->ready[r->lang] = e;
@@ -200,6 +257,7 @@ void warm_refill(struct ward_service *s)
 			r->lang = (enum ward_lang)l;
 			r->mask = w->loop_mask;
 			memcpy(r->digest, w->digest, sizeof(r->digest));
+			r->stamp = w->stamp;
 			r->j.run = refill_run;
 			r->j.done = refill_done;
 			ward_strlcpy(r->j.tenant, "(pool)", sizeof(r->j.tenant));
@@ -235,6 +293,9 @@ int warm_start(struct ward_service *s)
 		free(w);
 		return -1;
 	}
+	if (ward_kernel_runners_dir(s->cfg.runners, w->runners, &err) < 0)
+		w->runners[0] = '\0'; /* the refills say why */
+	w->stamp = runners_stamp(w->runners);
 	pthread_sigmask(SIG_SETMASK, NULL, &w->loop_mask);
 	/* The first refill comes from the loop's first dispatch, not from
 	 * here: the front end is still setting up, and what it changes for
@@ -259,9 +320,11 @@ static void drop(struct ward_service *s, int l, struct warm_entry **p)
 static void sweep(struct ward_service *s)
 {
 	struct svc_warm *w = s->warm;
+	w->stamp = runners_stamp(w->runners);
 	for (int l = 0; l < WARD_LANG_COUNT; l++)
 		for (struct warm_entry **p = &w->ready[l]; *p;) {
 			bool stale = memcmp((*p)->digest, w->digest, sizeof(w->digest)) != 0 ||
+				     (*p)->stamp != w->stamp ||
 				     w->n_ready[l] > s->cfg.pool[l];
 			bool dead = !stale && !ward_kernel_alive((*p)->k);
 			if (!stale && !dead) {
