@@ -7,7 +7,9 @@
  * struct ward_sink (include/ward/service.h). Nothing may block on a
  * client or on a sandbox's program: file work goes to the worker threads
  * (worker.c); what still runs on the loop, bounded (sandbox setup and
- * teardown, artifact hashing, audit writes), is listed in docs/api.md.
+ * teardown, a pooled kernel's claim, artifact hashing, audit writes), is
+ * listed in docs/api.md. The warm pool's refills and the teardown of
+ * finished one-shots run on the workers too (pool.c).
  */
 #ifndef WARD_SERVICE_INTERNAL_H
 #define WARD_SERVICE_INTERNAL_H

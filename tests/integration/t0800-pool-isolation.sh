@@ -67,6 +67,12 @@ test_expect_success SERVE 'a bad --pool is refused, naming the setting and what 
 		expect_eq "$?" 2 || exit 1
 		expect_contains "$(cat bad.out)" "pool: expected LANGUAGE=N" || exit 1
 	done
+	for bad in "{\"python\": 65}" "{\"ruby\": 1}" "{\"python\": \"x\"}" 3; do
+		echo "{\"pool\": $bad}" > bad.json &&
+		"$WARD" serve --config bad.json --socket "$D/bad.sock" --keys-file "$KEYS" > bad.out 2>&1
+		expect_eq "$?" 2 || exit 1
+		expect_contains "$(cat bad.out)" "pool" || exit 1
+	done
 '
 
 test_expect_success SERVE 'the pool fills (python=2)' '
