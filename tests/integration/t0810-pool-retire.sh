@@ -2,7 +2,8 @@
 # The warm pool retires what no longer matches: when the runners change on
 # disk, the kernels prepared from the old ones are discarded and the pool
 # refills from the new ones; a one-shot never gets a kernel of runners that
-# are no longer there.
+# are no longer there. A pooled kernel that dies while it waits is dropped,
+# counted and replaced, never handed out.
 . "$(dirname "$0")/../lib.sh"
 
 . "$(dirname "$0")/serve-lib.sh"
@@ -46,6 +47,27 @@ test_expect_success SERVE 'a changed runner retires the pooled kernels; the next
 	r=$(api POST /v1/executions "${A[@]}" -d "{\"language\": \"python\", \"code\": $(python3 -c "import json, sys; print(json.dumps(sys.argv[1]))" "$MARK")}") &&
 	expect_eq "$(field "$r" "d[\"stdout\"]")" "2" &&
 	expect_eq "$(metric ward_pool_hits_total)" $((h0 + 1))
+'
+
+# the pooled kernels: the only child of each sandbox init the daemon started
+kernels() {
+	local d=$(cat "$D/pid") c p
+	for c in /proc/[0-9]*; do
+		[ "$(sed -n "s/^PPid:\t//p" "$c/status" 2>/dev/null)" = "$d" ] || continue
+		for p in $(cat "$c"/task/*/children 2>/dev/null); do echo "$p"; done
+	done
+}
+
+test_expect_success SERVE 'a pooled kernel killed while it waits is dropped, counted and replaced; one-shots still succeed' '
+	wait_for "the pool to refill" pool_full &&
+	d0=$(metric ward_pool_died_total) &&
+	ks=$(kernels) && [ -n "$ks" ] && kill -KILL $ks &&
+	r1=$(api POST /v1/executions "${A[@]}" -d "{\"language\": \"python\", \"code\": \"print(3)\"}") &&
+	r2=$(api POST /v1/executions "${A[@]}" -d "{\"language\": \"python\", \"code\": \"print(4)\"}") &&
+	expect_eq "$(field "$r1" "d[\"status\"] + \" \" + d[\"stdout\"].strip()")" "ok 3" &&
+	expect_eq "$(field "$r2" "d[\"status\"] + \" \" + d[\"stdout\"].strip()")" "ok 4" &&
+	wait_for "the dead kernels to be counted" "[ \$(metric ward_pool_died_total) -ge \$((d0 + 2)) ]" &&
+	wait_for "the pool to refill" pool_full
 '
 
 test_done
