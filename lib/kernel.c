@@ -925,6 +925,10 @@ WARD_EXPORT int ward_kernel_make_async(struct ward_kernel *k, struct ward_error 
 
 WARD_EXPORT bool ward_kernel_alive(struct ward_kernel *k)
 {
+	/* the kernel's end closes its stdout before its init has exited */
+	struct pollfd p = { .fd = ward_sandbox_stdout(k->sb), .events = POLLIN };
+	if (!k->dead && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)))
+		k->dead = true;
 	return !k->dead && !ward_sandbox_exited(k->sb);
 }
 

@@ -221,7 +221,8 @@ int ward_kernel_finish(struct ward_kernel *k, struct ward_verdict *v, struct war
  * 0 or -ENOMEM. */
 int ward_kernel_make_async(struct ward_kernel *k, struct ward_error *err);
 
-/* Whether the kernel still runs (a pool drops the ones that died while
+/* Whether the kernel still runs: false once its stdout is closed (it
+ * ended) or its sandbox is over (a pool drops the ones that died while
  * they waited). Never blocks. */
 bool ward_kernel_alive(struct ward_kernel *k);
 

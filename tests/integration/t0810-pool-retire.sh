@@ -62,6 +62,7 @@ test_expect_success SERVE 'a pooled kernel killed while it waits is dropped, cou
 	wait_for "the pool to refill" pool_full &&
 	d0=$(metric ward_pool_died_total) &&
 	ks=$(kernels) && [ -n "$ks" ] && kill -KILL $ks &&
+	for k in $ks; do wait_for "kernel $k to end" "process_gone $k" || exit 1; done &&
 	r1=$(api POST /v1/executions "${A[@]}" -d "{\"language\": \"python\", \"code\": \"print(3)\"}") &&
 	r2=$(api POST /v1/executions "${A[@]}" -d "{\"language\": \"python\", \"code\": \"print(4)\"}") &&
 	expect_eq "$(field "$r1" "d[\"status\"] + \" \" + d[\"stdout\"].strip()")" "ok 3" &&
