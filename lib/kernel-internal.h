@@ -21,6 +21,13 @@ char *const *ward_lang_kernel_argv(enum ward_lang lang);
  * lib/supervise.c. */
 void ward_sandbox_restart_clock(struct ward_sandbox *sb);
 
+/* The verdict of a sandbox whose program is taken to have exited 0 now
+ * (usage sampled now); the sandbox keeps running. 0, or -EAGAIN when it
+ * cannot be told before the end (no cgroup, no RUNNING record yet, already
+ * over). In lib/supervise.c. */
+struct ward_verdict;
+int ward_sandbox_verdict_now(struct ward_sandbox *sb, struct ward_verdict *v);
+
 int ward_artifacts_collect(struct ward_sandbox *sb, const struct ward_kernel_input *inputs,
 			   size_t n_inputs, const char *copy_to,
 			   const struct ward_artifact_limits *lim, json_t **list, json_t **skipped,

@@ -913,3 +913,37 @@ WARD_EXPORT void ward_kernel_new_budget(struct ward_kernel *k)
 {
 	k->proto_total = 0;
 }
+
+/* --- the pool's forms: a prepared kernel driven by the loop, and a verdict
+ * given as soon as the last reply is in --- */
+
+WARD_EXPORT int ward_kernel_make_async(struct ward_kernel *k, struct ward_error *err)
+{
+	/* stdin is non-blocking since the sandbox started; stdout and stderr
+	 * are read only once poll said so (ward_kernel_step) */
+	if (!k->aw && !(k->aw = calloc(1, sizeof(*k->aw))))
+		return ward_error_set(err, ENOMEM, "kernel", "out of memory");
+	return 0;
+}
+
+WARD_EXPORT bool ward_kernel_alive(struct ward_kernel *k)
+{
+	/* the kernel's end closes its stdout before its init has exited */
+	struct pollfd p = { .fd = ward_sandbox_stdout(k->sb), .events = POLLIN };
+	if (!k->dead && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)))
+		k->dead = true;
+	return !k->dead && !ward_sandbox_exited(k->sb);
+}
+
+WARD_EXPORT int ward_kernel_end(struct ward_kernel *k, struct ward_verdict *v)
+{
+	if (k->dead || (k->aw && k->aw->want_type))
+		return -EAGAIN;
+	return ward_sandbox_verdict_now(k->sb, v);
+}
+
+WARD_EXPORT int ward_kernel_runners_dir(const char *given, char *out,
+				       struct ward_error *err)
+{
+	return find_runners(given, out, PATH_MAX, err);
+}

@@ -711,3 +711,35 @@ WARD_EXPORT int ward_sandbox_finish(struct ward_sandbox *sb, struct ward_verdict
 	ward_sandbox_release(sb);
 	return rc;
 }
+
+/* The verdict of a kernel that answered its last request, taken now while
+ * its sandbox still runs: what ward_sandbox_finish would say had the
+ * program exited 0 at this moment, with the usage read from the cgroup.
+ * Only with a cgroup (rootless without one has no usage before the end)
+ * and once the RUNNING record is there; -EAGAIN otherwise, and the caller
+ * ends the sandbox the usual way. The sandbox is left running. */
+int ward_sandbox_verdict_now(struct ward_sandbox *sb, struct ward_verdict *v)
+{
+	struct pollfd pfd = { .fd = sb->report[0], .events = POLLIN };
+	if (!sb->have_cg || sb->killed_for || !sb->claimed || ward_sandbox_exited(sb))
+		return -EAGAIN;
+	if (!sb->rep_complete && (poll(&pfd, 1, 0) != 1 || !read_record(sb)))
+		return -EAGAIN;
+	if (sb->rep.kind != WARD_REPORT_RUNNING)
+		return -EAGAIN;
+	ward_strlcpy(v->sandbox_id, sb->id, sizeof(v->sandbox_id));
+	v->usage.wall_ms = (ward_now_ns() - sb->start_ns) / 1000000;
+	v->layers = sb->rep.layers & ~(sb->rep.degraded | sb->plan.degraded);
+	v->degraded = sb->rep.degraded | sb->plan.degraded;
+	v->exit_code = 0;
+	v->signal = 0;
+	v->status = WARD_STATUS_OK;
+	/* what the init's rusage would have said, per process from /proc;
+	 * the cgroup's figures replace it when it counts CPU (fill_limits) */
+	sample_cpu(sb);
+	v->usage.cpu_user_ms = sb->killed_user_us / 1000;
+	v->usage.cpu_sys_ms = sb->killed_sys_us / 1000;
+	sb->killed_user_us = sb->killed_sys_us = 0;
+	fill_limits(sb, v);
+	return 0;
+}

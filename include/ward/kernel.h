@@ -220,6 +220,34 @@ int ward_kernel_step(struct ward_kernel *k, json_t **reply);
  * as ward_kernel_stop does, and frees everything. */
 int ward_kernel_finish(struct ward_kernel *k, struct ward_verdict *v, struct ward_error *err);
 
+/* A prepared kernel (ward_kernel_prepare, then ward_kernel_claim) driven
+ * in the non-blocking form from here on, as if from ward_kernel_begin.
+ * 0 or -ENOMEM. */
+int ward_kernel_make_async(struct ward_kernel *k, struct ward_error *err);
+
+/* Whether the kernel still runs: false once its stdout is closed (it
+ * ended) or its sandbox is over (a pool drops the ones that died while
+ * they waited). Never blocks. */
+bool ward_kernel_alive(struct ward_kernel *k);
+
+/* The verdict once the last reply is in, without waiting for the kernel
+ * to shut down: what ward_kernel_finish would give for a kernel that
+ * exited 0 now, usage (wall, CPU, peak memory, processes) sampled now from
+ * the sandbox's cgroup, the limits checked as at the end (an OOM kill in
+ * the sandbox is still memory_limit). The caller sets v->out, v->err, the
+ * truncation flags and output_bytes first, as for ward_sandbox_finish.
+ * The kernel keeps running: end it with ward_kernel_discard (which may run
+ * on another thread). Returns 0, or -EAGAIN when the verdict cannot be
+ * told before the end (no cgroup, a request still awaited, the sandbox
+ * already over or killed): then finish it as before. */
+int ward_kernel_end(struct ward_kernel *k, struct ward_verdict *v);
+
+/* The runners directory a kernel started now would use: given, else
+ * $WARD_RUNNERS, else next to ward (out has PATH_MAX bytes). 0 or -errno.
+ * A pool stamps its kernels with the directory's state to retire them
+ * when the runners change. */
+int ward_kernel_runners_dir(const char *given, char *out, struct ward_error *err);
+
 enum { WARD_KERNEL_ID_SIZE = 32 };
 
 /* The listening form (sessions), on a kernel from ward_kernel_begin with

@@ -66,6 +66,9 @@ struct ward_service_config {
 	uint64_t max_file;       /* bytes of one file moved through the files API */
 	json_t *tenants;         /* per-tenant overrides: {"t": {"max_per_tenant": n, ...}} */
 	bool embedded;           /* a program's own core (the CLI): no keys, no workers */
+	/* the warm pool: kernels prepared ahead per language (enum ward_lang
+	 * order), 0: none; never for an embedded core */
+	uint64_t pool[3];
 };
 
 /* --- errors and answers --- */

@@ -13,6 +13,7 @@
  * per process and kept for later plans.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -44,10 +45,8 @@ struct copy_cache {
 };
 static struct copy_cache cache;
 
-static void load_copies(void)
+static void load_copies_once(void)
 {
-	if (cache.loaded)
-		return;
 	for (size_t i = 0; i < ARRAY_SIZE(etc_copies); i++) {
 		char path[256];
 		snprintf(path, sizeof(path), "/etc/%s", etc_copies[i]);
@@ -55,6 +54,13 @@ static void load_copies(void)
 			cache.data[i] = NULL;
 	}
 	cache.loaded = true;
+}
+
+/* Plans are built on several threads (a pool's refills): read once. */
+static void load_copies(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, load_copies_once);
 }
 
 static int add(struct ward_plan *plan, enum ward_mount_kind kind, const char *target,

@@ -224,6 +224,32 @@ static void finish(struct ward_execution *ex)
 	exec_finish_common(ex);
 }
 
+/* The last reply is in: the verdict now (usage sampled now), the final
+ * JSON and the last event at once; the sandbox is killed and torn down
+ * after, off the loop (svc_teardown). False when the verdict cannot be told
+ * before the end (ward_kernel_end): then the kernel shuts down as before. */
+static bool finish_now(struct ward_execution *ex)
+{
+	struct ward_service *s = ex->s;
+	ward_result_to_verdict(&ex->out, &ex->v);
+	if (ward_kernel_end(ex->k, &ex->v) < 0) {
+		/* back where finish() takes them from */
+		ex->out.text[0] = ex->v.out;
+		ex->out.text[1] = ex->v.err;
+		ex->v.out = ex->v.err = (struct ward_buffer){ 0 };
+		return false;
+	}
+	struct ward_kernel *k = ex->k;
+	ex->k = NULL;
+	ward_result_adjust(&ex->out, &ex->v, &ex->req.policy);
+	ex->out.died = false;
+	ex->final = ward_result_final(&ex->out, &ex->v, &ex->req.policy,
+				      ward_lang_name((enum ward_lang)ex->req.lang));
+	exec_finish_common(ex); /* may free ex */
+	svc_teardown(s, k);
+	return true;
+}
+
 /* A command: output into the verdict's buffers within the cap. */
 static void read_cmd(struct ward_execution *ex, int fd, int which, bool *eof)
 {
@@ -292,6 +318,8 @@ static void replied(struct ward_execution *ex, json_t *reply)
 		ward_result_reply(&ex->out, NULL);
 	} else {
 		collect_artifacts(ex);
+		if (finish_now(ex))
+			return;
 	}
 	ex->state = ward_kernel_submit_shutdown(ex->k, 2000, &err) == 0 ? EX_SHUTDOWN : EX_DRAIN;
 }
@@ -362,6 +390,33 @@ void exec_kill_all(struct ward_service *s)
 	}
 }
 
+/* A pooled kernel, when one fits: claimed here, after admission (its
+ * files, at most WARM_CLAIM_MAX_BYTES, written on the loop), then driven
+ * like one from ward_kernel_begin. -1 for a miss, and for a claim that
+ * failed: the cold start then says what a cold start says. */
+static int start_warm(struct ward_execution *ex, struct ward_error *err)
+{
+	struct exec_request *r = &ex->req;
+	struct ward_kernel *k = warm_take(ex->s, r);
+	struct ward_error cerr;
+	if (!k)
+		return -1;
+	if (ward_kernel_claim(k, r->files, r->n_files, &cerr) < 0 ||
+	    ward_kernel_make_async(k, &cerr) < 0) {
+		ward_kernel_discard(k);
+		return -1;
+	}
+	ex->k = k;
+	ward_strlcpy(ex->v.sandbox_id, ward_sandbox_id(ward_kernel_sandbox(k)),
+		     sizeof(ex->v.sandbox_id));
+	int rc = submit_next(ex, err);
+	if (rc == -ECHILD)
+		rc = 0; /* died: the step says how */
+	/* no refill here: it would take a CPU from this request; the
+	 * teardown's end asks for one (pool.c) */
+	return rc < 0 ? rc : 0;
+}
+
 static int start_sandbox(struct ward_execution *ex, struct ward_error *err)
 {
 	struct exec_request *r = &ex->req;
@@ -378,6 +433,9 @@ static int start_sandbox(struct ward_execution *ex, struct ward_error *err)
 				fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
 		return 0;
 	}
+	if (start_warm(ex, err) == 0)
+		return 0;
+	warm_make_room(ex->s); /* a cold start: pooled ones give way past max_executions */
 	json_t *lint = (json_t *)ward_policy_lint_json(&r->policy);
 	struct ward_kernel_options ko = { .lang = (enum ward_lang)r->lang, .files = r->files,
 					  .n_files = r->n_files, .lint = lint,

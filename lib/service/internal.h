@@ -7,7 +7,9 @@
  * struct ward_sink (include/ward/service.h). Nothing may block on a
  * client or on a sandbox's program: file work goes to the worker threads
  * (worker.c); what still runs on the loop, bounded (sandbox setup and
- * teardown, artifact hashing, audit writes), is listed in docs/api.md.
+ * teardown, a pooled kernel's claim, artifact hashing, audit writes), is
+ * listed in docs/api.md. The warm pool's refills and the teardown of
+ * finished one-shots run on the workers too (pool.c).
  */
 #ifndef WARD_SERVICE_INTERNAL_H
 #define WARD_SERVICE_INTERNAL_H
@@ -56,6 +58,7 @@ struct svc_metrics {
 };
 
 struct svc_pool;
+struct svc_warm;
 struct session;
 
 struct ward_service {
@@ -78,6 +81,9 @@ struct ward_service {
 	int state_lock;                   /* flock on state_dir/lock, -1 */
 	struct svc_metrics m;
 	struct svc_pool *pool;            /* worker threads (worker.c) */
+	struct svc_warm *warm;            /* prepared kernels (pool.c), or NULL */
+	unsigned tearing_down;            /* finished sandboxes being ended */
+	struct svc_job *teardowns;        /* ... not yet given to a worker */
 	/* upload bodies held in memory (files.c) */
 	uint64_t uploads_total;
 	struct { char tenant[WARD_KEY_TENANT_MAX + 1]; uint64_t bytes; } uploads[64];
@@ -253,6 +259,34 @@ void metrics_verdict(struct ward_service *s, const char *tenant, enum ward_statu
  * NULL when every entry is busy; _find never makes one. */
 struct svc_tenant_count *metrics_tenant(struct ward_service *s, const char *tenant);
 struct svc_tenant_count *metrics_tenant_find(struct ward_service *s, const char *tenant);
+
+/* pool.c: the warm pool, and the teardown of finished kernels. Counters
+ * per language. */
+struct svc_warm_stats {
+	uint64_t hits, misses, refills, retired, died, failed;
+	unsigned size;                     /* ready now */
+	uint64_t memory;                   /* memory limits of pooled and filling ones */
+};
+/* A claim's files are written on the loop: a request with more bytes of
+ * files than this starts cold (its files written by the sandbox's init). */
+enum { WARM_CLAIM_MAX_BYTES = 256 << 10 };
+int warm_start(struct ward_service *s);
+void warm_stop(struct ward_service *s);  /* discards every entry; no refill after */
+void warm_free(struct ward_service *s);
+void warm_refill(struct ward_service *s);
+/* A prepared kernel for r (after admission), unclaimed; NULL: a miss. */
+struct ward_kernel *warm_take(struct ward_service *s, const struct exec_request *r);
+/* Retires entries while pooled and running sandboxes exceed max_executions. */
+void warm_make_room(struct ward_service *s);
+unsigned warm_live(const struct ward_service *s);
+void warm_tick(struct ward_service *s);
+int warm_timeout(struct ward_service *s);
+void warm_stats(const struct ward_service *s, int lang, struct svc_warm_stats *st);
+/* Ends a kernel whose verdict is out (kill, reap, cgroup) on a worker, or
+ * on the loop when none is free; _flush (the next dispatch) hands them
+ * over, after the front end sent what the verdict answered. */
+void svc_teardown(struct ward_service *s, struct ward_kernel *k);
+void svc_teardown_flush(struct ward_service *s);
 
 /* state.c: the state directory */
 void svc_state_close(struct ward_service *s);

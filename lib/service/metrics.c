@@ -162,6 +162,50 @@ static void put_tenants(struct out *o, struct ward_service *s)
 	}
 }
 
+static uint64_t w_hits(const struct svc_warm_stats *w) { return w->hits; }
+static uint64_t w_misses(const struct svc_warm_stats *w) { return w->misses; }
+static uint64_t w_size(const struct svc_warm_stats *w) { return w->size; }
+static uint64_t w_refills(const struct svc_warm_stats *w) { return w->refills; }
+static uint64_t w_retired(const struct svc_warm_stats *w) { return w->retired; }
+static uint64_t w_died(const struct svc_warm_stats *w) { return w->died; }
+static uint64_t w_failed(const struct svc_warm_stats *w) { return w->failed; }
+static uint64_t w_memory(const struct svc_warm_stats *w) { return w->memory; }
+
+/* The warm pool's series, one line per language each. */
+static const struct {
+	const char *name, *type, *help;
+	uint64_t (*value)(const struct svc_warm_stats *w);
+} pool_series[] = {
+	{ "ward_pool_hits_total", "counter", "One-shots that got a pooled kernel, by language.",
+	  w_hits },
+	{ "ward_pool_misses_total", "counter",
+	  "One-shots that started cold (another policy, large files, pool empty).", w_misses },
+	{ "ward_pool_size", "gauge", "Pooled kernels ready now, by language.", w_size },
+	{ "ward_pool_refills_total", "counter", "Kernels prepared into the pool.", w_refills },
+	{ "ward_pool_retired_total", "counter",
+	  "Pooled kernels discarded unused (policy change, room, shutdown).", w_retired },
+	{ "ward_pool_died_total", "counter", "Pooled kernels that ended while they waited.",
+	  w_died },
+	{ "ward_pool_failed_total", "counter", "Pool refills that could not start a kernel.",
+	  w_failed },
+	{ "ward_pool_memory_bytes", "gauge",
+	  "Memory limits of pooled (and filling) sandboxes, summed.", w_memory },
+};
+
+static void put_pool(struct out *o, struct ward_service *s)
+{
+	struct svc_warm_stats st[WARD_LANG_COUNT];
+	for (int l = 0; l < WARD_LANG_COUNT; l++)
+		warm_stats(s, l, &st[l]);
+	for (size_t k = 0; k < ARRAY_SIZE(pool_series); k++) {
+		put_head(o, pool_series[k].name, pool_series[k].type, pool_series[k].help);
+		for (int l = 0; l < WARD_LANG_COUNT; l++)
+			put(o, "%s{language=\"%s\"} %llu\n", pool_series[k].name,
+			    ward_lang_name((enum ward_lang)l),
+			    (unsigned long long)pool_series[k].value(&st[l]));
+	}
+}
+
 char *ward_service_metrics(struct ward_service *s, size_t *len)
 {
 	struct out o = { .cap = 8192 };
@@ -196,6 +240,7 @@ char *ward_service_metrics(struct ward_service *s, size_t *len)
 	put_one(&o, "ward_tenants_freed_total", "counter",
 		"Idle tenant entries given to a new tenant.", s->m.tenants_freed);
 	put_tenants(&o, s);
+	put_pool(&o, s);
 	if (o.oom) {
 		free(o.buf);
 		return NULL;

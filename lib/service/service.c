@@ -32,6 +32,7 @@ void ward_service_config_defaults(struct ward_service_config *c)
 	c->max_sessions_per_tenant = 8;
 	c->tenant_memory = 16ull << 30;
 	c->max_file = 64u << 20;
+	c->pool[WARD_LANG_PYTHON] = 2;
 }
 
 void ward_service_config_release(struct ward_service_config *c)
@@ -247,7 +248,8 @@ int ward_service_new(struct ward_service_config *cfg, struct ward_service **out)
 		return s->epfd < 0 || load_policy(s) < 0 ? -1 : 0;
 	if (!s->cfg.keys_file && !(s->cfg.keys_file = strdup(ward_keys_default_path())))
 		return -1;
-	if (s->epfd < 0 || load_policy(s) < 0 || open_audit(s) < 0 || svc_workers_start(s) < 0)
+	if (s->epfd < 0 || load_policy(s) < 0 || open_audit(s) < 0 || svc_workers_start(s) < 0 ||
+	    warm_start(s) < 0)
 		return -1;
 	keys_reload(s);
 	if (!s->keys)
@@ -263,7 +265,10 @@ const struct ward_service_config *ward_service_settings(const struct ward_servic
 
 void ward_service_close(struct ward_service *s)
 {
+	warm_stop(s);
+	svc_teardown_flush(s);
 	svc_workers_stop(s); /* before the answers its jobs fill go */
+	warm_free(s);
 	session_release_all(s);
 }
 
@@ -292,6 +297,7 @@ int ward_service_fd(const struct ward_service *svc)
 void ward_service_dispatch(struct ward_service *s)
 {
 	struct epoll_event evs[64];
+	svc_teardown_flush(s);
 	int n = epoll_wait(s->epfd, evs, ARRAY_SIZE(evs), 0);
 	for (int i = 0; i < n; i++) {
 		struct watch *w = evs[i].data.ptr;
@@ -304,6 +310,7 @@ void ward_service_dispatch(struct ward_service *s)
 	}
 	exec_tick(s);
 	session_tick(s);
+	warm_tick(s);
 	if (s->stopping && s->execs && !s->killed_all && ward_now_ns() >= s->stop_deadline_ns)
 		ward_service_stop_now(s);
 	if (s->stopping && !s->execs && s->n_sessions)
@@ -312,9 +319,13 @@ void ward_service_dispatch(struct ward_service *s)
 
 int ward_service_timeout(struct ward_service *s)
 {
-	int t = exec_timeout(s), se = session_timeout(s);
+	int t = exec_timeout(s), se = session_timeout(s), wt = warm_timeout(s);
 	if (se >= 0 && (t < 0 || se < t))
 		t = se;
+	if (wt >= 0 && (t < 0 || wt < t))
+		t = wt;
+	if (s->teardowns)
+		t = 0;
 	if (s->stopping && (t < 0 || t > 50))
 		t = 50;
 	return t;
@@ -327,6 +338,7 @@ void ward_service_stop(struct ward_service *s)
 		return;
 	}
 	s->stopping = true;
+	warm_stop(s); /* nothing more is admitted: what waits goes now */
 	s->stop_deadline_ns = ward_now_ns() + s->cfg.grace_ms * 1000000ull;
 	json_t *f = json_pack("{s:i, s:I}", "running", (int)s->running, "grace_ms",
 			      (json_int_t)s->cfg.grace_ms);

@@ -14,9 +14,13 @@
 
 #include "base/util.h"
 #include "daemon.h"
+#include "ward/kernel.h"
 #include "ward/policy.h"
 
-enum kind { K_STR, K_SIZE, K_DUR, K_BOOL, K_UINT };
+enum kind { K_STR, K_SIZE, K_DUR, K_BOOL, K_UINT, K_POOL };
+
+/* The most kernels one language's pool may hold. */
+enum { POOL_MAX_PER_LANG = 64 };
 
 struct setting {
 	const char *name;
@@ -46,6 +50,7 @@ static const struct setting settings[] = {
 	S("max-sessions", K_UINT, core.max_sessions, "live sessions, all tenants (default 64)"),
 	S("max-sessions-per-tenant", K_UINT, core.max_sessions_per_tenant, "live sessions per tenant (default 8)"),
 	S("tenant-memory", K_SIZE, core.tenant_memory, "memory limits of a tenant's live sandboxes, summed (default 16G; 0: none)"),
+	S("pool", K_POOL, core.pool, "kernels kept ready for one-shots, per language: python=4,node=1,bash=0 (default python=2; \"none\": no pool)"),
 	S("max-file", K_SIZE, core.max_file, "one file through the files API (default 64M)"),
 	S("max-connections", K_UINT, max_connections, "open HTTP connections, per listener (default 1000)"),
 	S("max-per-address", K_UINT, max_per_address, "TCP connections from one address (default 64)"),
@@ -84,6 +89,38 @@ static const struct setting *find_setting(const char *name)
 		if (strcmp(settings[i].name, name) == 0)
 			return &settings[i];
 	return NULL;
+}
+
+/* "python=4,node=1": the languages named get their size, the others
+ * none; "none" (or "") empties every pool. */
+static int set_pool(uint64_t sizes[WARD_LANG_COUNT], const char *v, const char *origin)
+{
+	uint64_t n[WARD_LANG_COUNT] = { 0 };
+	char buf[256];
+	if (strlen(v) >= sizeof(buf))
+		goto bad;
+	ward_strlcpy(buf, strcmp(v, "none") == 0 ? "" : v, sizeof(buf));
+	for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
+	     item = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(item, '='), *end;
+		if (!eq)
+			goto bad;
+		*eq = '\0';
+		int lang = ward_lang_from_name(item);
+		errno = 0;
+		unsigned long long k = strtoull(eq + 1, &end, 10);
+		if (lang < 0 || errno || end == eq + 1 || *end || eq[1] == '-' ||
+		    k > POOL_MAX_PER_LANG)
+			goto bad;
+		n[lang] = k;
+	}
+	memcpy(sizes, n, sizeof(n));
+	return 0;
+bad:
+	fprintf(stderr, "ward: error: %spool: expected LANGUAGE=N,... with a language of "
+		"python, node, bash and N from 0 to %d (or \"none\"), got '%s'\n", origin,
+		POOL_MAX_PER_LANG, v);
+	return -1;
 }
 
 /* Sets one value given as a string (flags, and string values in the file). */
@@ -126,6 +163,8 @@ static int set_string(struct srv_config *c, const struct setting *st, const char
 		fprintf(stderr, "ward: error: %s%s: expected true or false, got '%s'\n", origin,
 			st->name, v);
 		return -1;
+	case K_POOL:
+		return set_pool((uint64_t *)p, v, origin);
 	case K_UINT:
 		errno = 0;
 		n = strtoull(v, &end, 10);
@@ -148,6 +187,23 @@ static int set_json(struct srv_config *c, const struct setting *st, json_t *v, c
 	snprintf(origin, sizeof(origin), "%s: ", file);
 	if (json_is_string(v))
 		return set_string(c, st, json_string_value(v), origin);
+	if (st->kind == K_POOL && json_is_object(v)) {
+		/* {"python": 4, "node": 1}: as "python=4,node=1" */
+		char spec[256] = "", item[64];
+		const char *lang;
+		json_t *n;
+		json_object_foreach(v, lang, n) {
+			if (!json_is_integer(n) || strlen(lang) > 16) {
+				fprintf(stderr, "ward: error: %s: pool.%s: expected a count\n", file, lang);
+				return -1;
+			}
+			size_t used = strlen(spec);
+			snprintf(item, sizeof(item), "%s%s=%lld", used ? "," : "", lang,
+				 (long long)json_integer_value(n));
+			ward_strlcpy(spec + used, item, sizeof(spec) - used);
+		}
+		return set_string(c, st, spec[0] ? spec : "none", origin);
+	}
 	if (st->kind == K_BOOL && json_is_boolean(v))
 		return set_string(c, st, json_is_true(v) ? "true" : "false", origin);
 	if ((st->kind == K_SIZE || st->kind == K_UINT || st->kind == K_DUR) && json_is_number(v)) {
