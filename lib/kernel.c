@@ -575,7 +575,7 @@ static int kernel_launch(const struct ward_policy *policy, const struct ward_ker
 			/* begin's files: written by the init before the kernel starts */
 			.files = async ? o->files : NULL, .n_files = async ? o->n_files : 0,
 			.launcher = o->zygote && !o->session && ward_zygote_lang(o->zygote) == o->lang
-					    ? ward_zygote_launcher(o->zygote) : NULL,
+					    ? ward_zygote_launcher(o->zygote) : o->launcher,
 		};
 		r = ward_sandbox_start(&k->policy, argv, &so, &k->sb, err);
 	}

@@ -42,6 +42,7 @@ const char *ward_lang_extension(enum ward_lang lang);
 
 struct ward_kernel;
 struct ward_zygote;
+struct ward_launcher;
 
 struct ward_kernel_options {
 	enum ward_lang lang;
@@ -57,6 +58,10 @@ struct ward_kernel_options {
 	/* A zygote of lang (ward/zygote.h) forks the kernel instead of a cold
 	 * start; NULL, another language or a session: a cold start. */
 	struct ward_zygote *zygote;
+	/* Any other start (cold, or a session's agent): a launcher
+	 * (ward/zygote.h) clones the sandbox instead of the caller; NULL: the
+	 * caller clones it. */
+	struct ward_launcher *launcher;
 };
 
 /* Called for each message as it arrives (borrowed; valid during the call).

@@ -28,6 +28,9 @@
 #ifndef WARD_SERVICE_H
 #define WARD_SERVICE_H
 
+struct ward_launcher;
+struct ward_zygote;
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -69,6 +72,12 @@ struct ward_service_config {
 	/* the warm pool: kernels prepared ahead per language (enum ward_lang
 	 * order), 0: none; never for an embedded core */
 	uint64_t pool[3];
+	/* Started by the front end before the core (ward/zygote.h), borrowed,
+	 * NULL: none. Every sandbox the core starts is cloned by the launcher
+	 * (not by a copy of the front end's process); python kernels are
+	 * forked by the zygote. */
+	struct ward_launcher *launcher;
+	struct ward_zygote *zygote;
 };
 
 /* --- errors and answers --- */

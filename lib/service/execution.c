@@ -421,7 +421,8 @@ static int start_sandbox(struct ward_execution *ex, struct ward_error *err)
 {
 	struct exec_request *r = &ex->req;
 	if (r->lang < 0) {
-		struct ward_sandbox_options so = { .files = r->files, .n_files = r->n_files };
+		struct ward_sandbox_options so = { .files = r->files, .n_files = r->n_files,
+						   .launcher = ex->s->cfg.launcher };
 		int rc = ward_sandbox_start(&r->policy, r->argv, &so, &ex->sb, err);
 		if (rc < 0)
 			return rc;
@@ -439,7 +440,8 @@ static int start_sandbox(struct ward_execution *ex, struct ward_error *err)
 	json_t *lint = (json_t *)ward_policy_lint_json(&r->policy);
 	struct ward_kernel_options ko = { .lang = (enum ward_lang)r->lang, .files = r->files,
 					  .n_files = r->n_files, .lint = lint,
-					  .runners_dir = ex->s->cfg.runners };
+					  .runners_dir = ex->s->cfg.runners,
+					  .zygote = ex->s->cfg.zygote, .launcher = ex->s->cfg.launcher };
 	int rc = ward_kernel_begin(&r->policy, &ko, &ex->k, err);
 	json_decref(lint);
 	if (rc < 0)

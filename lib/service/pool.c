@@ -73,6 +73,8 @@ struct refill_job {
 	enum ward_lang lang;
 	struct ward_policy policy;            /* the job's own copy */
 	char *runners;
+	struct ward_zygote *zygote;           /* borrowed from the config */
+	struct ward_launcher *launcher;
 	sigset_t mask;
 	unsigned char digest[WARD_POLICY_DIGEST_LEN];
 	uint64_t stamp;
@@ -132,7 +134,8 @@ static uint64_t runners_stamp(const char *dir)
 static int warm_prepare(struct refill_job *r)
 {
 	json_t *lint = (json_t *)ward_policy_lint_json(&r->policy);
-	struct ward_kernel_options o = { .lang = r->lang, .lint = lint, .runners_dir = r->runners };
+	struct ward_kernel_options o = { .lang = r->lang, .lint = lint, .runners_dir = r->runners,
+					 .zygote = r->zygote, .launcher = r->launcher };
 	int rc = ward_kernel_prepare(&r->policy, r->lang, &o, &r->k, &r->err);
 	json_decref(lint);
 	return rc;
@@ -256,6 +259,8 @@ void warm_refill(struct ward_service *s)
 				return;
 			r->lang = (enum ward_lang)l;
 			r->mask = w->loop_mask;
+			r->zygote = s->cfg.zygote;
+			r->launcher = s->cfg.launcher;
 			memcpy(r->digest, w->digest, sizeof(r->digest));
 			r->stamp = w->stamp;
 			r->j.run = refill_run;

@@ -51,6 +51,9 @@ static const struct setting settings[] = {
 	S("max-sessions-per-tenant", K_UINT, core.max_sessions_per_tenant, "live sessions per tenant (default 8)"),
 	S("tenant-memory", K_SIZE, core.tenant_memory, "memory limits of a tenant's live sandboxes, summed (default 16G; 0: none)"),
 	S("pool", K_POOL, core.pool, "kernels kept ready for one-shots, per language: python=4,node=1,bash=0 (default python=2; \"none\": no pool)"),
+	S("zygote", K_STR, zygote, "python kernels forked by a zygote that preloaded its modules: python (default) or none"),
+	S("zygote-modules", K_STR, zygote_modules, "what the zygote preloads, comma-separated (default numpy,pandas,matplotlib; a missing one is skipped)"),
+	S("launcher", K_BOOL, launcher, "sandboxes cloned by a small launcher process, not by a copy of the daemon (default true)"),
 	S("max-file", K_SIZE, core.max_file, "one file through the files API (default 64M)"),
 	S("max-connections", K_UINT, max_connections, "open HTTP connections, per listener (default 1000)"),
 	S("max-per-address", K_UINT, max_per_address, "TCP connections from one address (default 64)"),
@@ -71,6 +74,7 @@ void srv_config_defaults(struct srv_config *c)
 	c->max_unauthenticated = 64;
 	c->header_timeout_ms = 10000;
 	c->idle_timeout_ms = 60000;
+	c->launcher = true;
 }
 
 void srv_config_release(struct srv_config *c)
@@ -315,6 +319,25 @@ static void usage(FILE *f)
 		fprintf(f, "  --%-22s %s\n", settings[i].name, settings[i].help);
 }
 
+/* "numpy,pandas.io": dotted identifiers, at most 32 of them. */
+static bool modules_ok(const char *v)
+{
+	size_t n = 1, len = 0;
+	for (const char *c = v; *c; c++) {
+		bool word = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '_' ||
+			    (len > 0 && ((*c >= '0' && *c <= '9') || *c == '.'));
+		if (*c == ',' && len > 0) {
+			n++;
+			len = 0;
+		} else if (word && len < 128) {
+			len++;
+		} else {
+			return false;
+		}
+	}
+	return len > 0 && n <= 32;
+}
+
 int srv_config_parse(struct srv_config *c, int argc, char **argv)
 {
 	/* The file first, wherever --config is, so flags override it. */
@@ -369,6 +392,16 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
 		fprintf(stderr, "ward: error: session-ttl (%s) is above max-session-ttl (%s)\n",
 			ward_format_duration_ms(c->core.session_ttl_ms, a, sizeof(a)),
 			ward_format_duration_ms(c->core.max_session_ttl_ms, b, sizeof(b)));
+		return -1;
+	}
+	if (c->zygote && strcmp(c->zygote, "python") != 0 && strcmp(c->zygote, "none") != 0) {
+		fprintf(stderr, "ward: error: zygote: expected python or none, got '%s'\n", c->zygote);
+		return -1;
+	}
+	if (c->zygote_modules && !modules_ok(c->zygote_modules)) {
+		fprintf(stderr, "ward: error: zygote-modules: expected python module names "
+			"separated by commas (letters, digits, '_' and '.'), got '%s'\n",
+			c->zygote_modules);
 		return -1;
 	}
 	return 0;

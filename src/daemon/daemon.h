@@ -37,6 +37,10 @@ struct srv_config {
 	uint64_t max_unauthenticated; /* without a valid key yet; the oldest goes */
 	uint64_t header_timeout_ms;   /* to authenticate, from the accept */
 	uint64_t idle_timeout_ms;     /* an idle connection (MHD's timeout) */
+	/* speed: who starts sandboxes */
+	bool launcher;                /* a launcher clones them (default true) */
+	char *zygote;                 /* "python" (default) or "none" */
+	char *zygote_modules;         /* preloaded, comma-separated */
 };
 
 struct srv {
@@ -48,6 +52,8 @@ struct srv {
 	int n_mhd;
 	bool unix_bound;
 	bool stopping;
+	struct ward_launcher *launcher;   /* cfg.launcher: started before the core */
+	struct ward_zygote *zygote;
 	const char *openapi;              /* the OpenAPI document */
 	size_t openapi_len;
 };

@@ -26,6 +26,7 @@
 #include "routes.h"
 #include "serve.h"
 #include "ward/ward.h"
+#include "ward/zygote.h"
 
 extern const char ward_openapi_json[];
 extern const char ward_openapi_json_end[];
@@ -208,14 +209,45 @@ int srv_loop(struct srv *s)
 	}
 }
 
+/* The launcher and the zygote: forked from this thread, which outlives
+ * every sandbox, before the core's workers exist (ward/zygote.h). A
+ * zygote the operator did not ask for by name may fail: python kernels
+ * then start cold, and the log says why. */
+static int start_helpers(struct srv *s)
+{
+	struct ward_error err;
+	ward_error_clear(&err);
+	if (s->cfg.launcher && !(s->launcher = ward_launcher_start(&err))) {
+		fprintf(stderr, "ward: error: serve: launcher: %s\n", err.message);
+		return -1;
+	}
+	const char *z = s->cfg.zygote ? s->cfg.zygote : "python";
+	if (strcmp(z, "python") != 0)
+		return 0;
+	char *mods = s->cfg.zygote_modules ? strdup(s->cfg.zygote_modules) : NULL;
+	const char *list[33];
+	size_t n = 0;
+	for (char *save = NULL, *m = mods ? strtok_r(mods, ",", &save) : NULL; m && n < 32;
+	     m = strtok_r(NULL, ",", &save))
+		list[n++] = m;
+	list[n] = NULL;
+	s->zygote = ward_zygote_start(WARD_LANG_PYTHON, mods ? list : NULL, s->cfg.core.runners,
+				      &err);
+	free(mods);
+	if (!s->zygote) {
+		fprintf(stderr, "ward: %s: zygote: %s\n",
+			s->cfg.zygote ? "error: serve" : "serve: warning", err.message);
+		if (s->cfg.zygote)
+			return -1;
+		fprintf(stderr, "ward: serve: python kernels start cold\n");
+	}
+	return 0;
+}
+
 static int start(struct srv *s)
 {
 	if (!s->cfg.socket && !(s->cfg.socket = strdup("/run/ward/ward.sock")))
 		return -1;
-	if (ward_service_new(&s->cfg.core, &s->svc) < 0 || setup_loop(s) < 0)
-		return -1;
-	s->openapi = ward_openapi_json;
-	s->openapi_len = (size_t)(ward_openapi_json_end - ward_openapi_json);
 	bool unix_sock = strcmp(s->cfg.socket, "") != 0 && strcmp(s->cfg.socket, "none") != 0;
 	/* Refusals first, before anything is read, killed or removed: a live
 	 * daemon on the socket, a state directory others could write, or one
@@ -225,6 +257,14 @@ static int start(struct srv *s)
 			s->cfg.socket);
 		return -1;
 	}
+	if (start_helpers(s) < 0)
+		return -1;
+	s->cfg.core.launcher = s->launcher;
+	s->cfg.core.zygote = s->zygote;
+	if (ward_service_new(&s->cfg.core, &s->svc) < 0 || setup_loop(s) < 0)
+		return -1;
+	s->openapi = ward_openapi_json;
+	s->openapi_len = (size_t)(ward_openapi_json_end - ward_openapi_json);
 	if (ward_service_open_state(s->svc) < 0)
 		return -1;
 	int ufd = -1;
@@ -279,6 +319,9 @@ int ward_cli_serve(int argc, char **argv)
 		json_decref(f);
 	}
 	ward_service_free(s->svc);
+	/* after the core: its sandboxes are gone, and they are ours anyway */
+	ward_zygote_stop(s->zygote);
+	ward_launcher_stop(s->launcher);
 	srv_config_release(&s->cfg);
 	if (s->epfd >= 0)
 		close(s->epfd);
