@@ -441,7 +441,7 @@ static int start_sandbox(struct ward_execution *ex, struct ward_error *err)
 	struct ward_kernel_options ko = { .lang = (enum ward_lang)r->lang, .files = r->files,
 					  .n_files = r->n_files, .lint = lint,
 					  .runners_dir = ex->s->cfg.runners,
-					  .zygote = ex->s->cfg.zygote, .launcher = ex->s->cfg.launcher };
+					  .zygote = svc_zygote(ex->s), .launcher = ex->s->cfg.launcher };
 	int rc = ward_kernel_begin(&r->policy, &ko, &ex->k, err);
 	json_decref(lint);
 	if (rc < 0)

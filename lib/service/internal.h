@@ -82,6 +82,9 @@ struct ward_service {
 	struct svc_metrics m;
 	struct svc_pool *pool;            /* worker threads (worker.c) */
 	struct svc_warm *warm;            /* prepared kernels (pool.c), or NULL */
+	/* The zygote imported the runners as they were when it started: once
+	 * the pool sees them change, python kernels start cold (pool.c). */
+	bool zygote_stale;
 	unsigned tearing_down;            /* finished sandboxes being ended */
 	struct svc_job *teardowns;        /* ... not yet given to a worker */
 	/* upload bodies held in memory (files.c) */
@@ -271,7 +274,9 @@ struct svc_warm_stats {
  * files than this starts cold (its files written by the sandbox's init). */
 enum { WARM_CLAIM_MAX_BYTES = 256 << 10 };
 int warm_start(struct ward_service *s);
-void warm_stop(struct ward_service *s);  /* discards every entry; no refill after */
+void warm_stop(struct ward_service *s);
+/* The zygote for new python kernels: cfg.zygote, or NULL once stale. */
+struct ward_zygote *svc_zygote(const struct ward_service *s);  /* discards every entry; no refill after */
 void warm_free(struct ward_service *s);
 void warm_refill(struct ward_service *s);
 /* A prepared kernel for r (after admission), unclaimed; NULL: a miss. */

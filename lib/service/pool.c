@@ -53,6 +53,7 @@ struct svc_warm {
 	unsigned char digest[WARD_POLICY_DIGEST_LEN]; /* of the default policy */
 	char runners[PATH_MAX];               /* "": not found (refills fail) */
 	uint64_t stamp;                       /* the runners' state, each sweep */
+	uint64_t zygote_stamp;                /* and when the pool started */
 	struct warm_entry *ready[WARD_LANG_COUNT];
 	unsigned n_ready[WARD_LANG_COUNT];
 	unsigned filling;                     /* refill jobs out, all languages */
@@ -259,7 +260,7 @@ void warm_refill(struct ward_service *s)
 				return;
 			r->lang = (enum ward_lang)l;
 			r->mask = w->loop_mask;
-			r->zygote = s->cfg.zygote;
+			r->zygote = svc_zygote(s);
 			r->launcher = s->cfg.launcher;
 			memcpy(r->digest, w->digest, sizeof(r->digest));
 			r->stamp = w->stamp;
@@ -300,7 +301,7 @@ int warm_start(struct ward_service *s)
 	}
 	if (ward_kernel_runners_dir(s->cfg.runners, w->runners, &err) < 0)
 		w->runners[0] = '\0'; /* the refills say why */
-	w->stamp = runners_stamp(w->runners);
+	w->stamp = w->zygote_stamp = runners_stamp(w->runners);
 	pthread_sigmask(SIG_SETMASK, NULL, &w->loop_mask);
 	/* The first refill comes from the loop's first dispatch, not from
 	 * here: the front end is still setting up, and what it changes for
@@ -309,6 +310,11 @@ int warm_start(struct ward_service *s)
 	w->next_sweep_ns = 0;
 	s->warm = w;
 	return 0;
+}
+
+struct ward_zygote *svc_zygote(const struct ward_service *s)
+{
+	return s->zygote_stale ? NULL : s->cfg.zygote;
 }
 
 /* An entry leaves the pool unused: ended off the loop like a finished one. */
@@ -326,6 +332,11 @@ static void sweep(struct ward_service *s)
 {
 	struct svc_warm *w = s->warm;
 	w->stamp = runners_stamp(w->runners);
+	if (w->stamp != w->zygote_stamp && s->cfg.zygote && !s->zygote_stale) {
+		s->zygote_stale = true;
+		fprintf(stderr, "ward: serve: the runners changed: python kernels start cold "
+			"from now on (the zygote holds the old ones until a restart)\n");
+	}
 	for (int l = 0; l < WARD_LANG_COUNT; l++)
 		for (struct warm_entry **p = &w->ready[l]; *p;) {
 			bool stale = memcmp((*p)->digest, w->digest, sizeof(w->digest)) != 0 ||
