@@ -303,11 +303,15 @@ static int adopt_fds(struct ward_plan *plan, int report_fd, int *sync_fd)
 	return REPORT_FD;
 }
 
-void ward_child_main(struct ward_plan *plan, int sync_fd, int report_in)
+/* The init's setup, both forms: it dies with its supervisor, waits for
+ * "go", joins the cgroup, keeps only its fds, applies the INIT layers (or
+ * reports why not and exits), and becomes non-dumpable. rep is what the
+ * init reports; a failure never returns. */
+static void init_setup(struct ward_plan *plan, int sync_fd, int report_in,
+		       struct ward_report *rep)
 {
-	struct ward_report rep;
-	memset(&rep, 0, sizeof(rep));
-	rep.kind = WARD_REPORT_SETUP_FAILED;
+	memset(rep, 0, sizeof(*rep));
+	rep->kind = WARD_REPORT_SETUP_FAILED;
 
 	/* The sandbox dies with its supervisor. Set before waiting for "go",
 	 * so a supervisor that died earlier is seen as EOF. */
@@ -320,9 +324,9 @@ void ward_child_main(struct ward_plan *plan, int sync_fd, int report_in)
 	 * before any other step, and long before any code of the sandbox's. */
 	for (size_t i = 0; i < plan->n_cg_tasks; i++) {
 		if (write(plan->cg_tasks[i], "0", 1) != 1) {
-			ward_error_setv(&rep.err, errno, "cgroup", "unable to join the sandbox's cgroup", NULL);
-			rep.kind = WARD_REPORT_SETUP_FAILED;
-			ward_write_all(report_in, &rep, sizeof(rep));
+			ward_error_setv(&rep->err, errno, "cgroup", "unable to join the sandbox's cgroup", NULL);
+			rep->kind = WARD_REPORT_SETUP_FAILED;
+			ward_write_all(report_in, rep, sizeof(*rep));
 			_exit(125);
 		}
 		close(plan->cg_tasks[i]);
@@ -331,18 +335,24 @@ void ward_child_main(struct ward_plan *plan, int sync_fd, int report_in)
 	 * must not depend on a variable it could clobber). */
 	if (adopt_fds(plan, report_in, &sync_fd) != REPORT_FD)
 		_exit(125);
-	if (ward_layers_apply(ward_layers, ward_n_layers, WARD_STAGE_INIT, plan, &rep.err) < 0) {
-		rep.layers = plan->layers;
-		rep.degraded = plan->degraded;
-		report_and_exit(REPORT_FD, &rep);
+	if (ward_layers_apply(ward_layers, ward_n_layers, WARD_STAGE_INIT, plan, &rep->err) < 0) {
+		rep->layers = plan->layers;
+		rep->degraded = plan->degraded;
+		report_and_exit(REPORT_FD, rep);
 	}
-	rep.layers = plan->layers;
-	rep.degraded = plan->degraded;
+	rep->layers = plan->layers;
+	rep->degraded = plan->degraded;
 	rearm_deathsig(sync_fd);
 
 	/* Non-dumpable: the program cannot open /proc/1/{mem,exe,root} of
-	 * its init, which is a copy of the supervisor. */
+	 * its init, which is a copy of the supervisor (or of a zygote). */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+void ward_child_main(struct ward_plan *plan, int sync_fd, int report_in)
+{
+	struct ward_report rep;
+	init_setup(plan, sync_fd, report_in, &rep);
 	rep.kind = WARD_REPORT_NONE;
 	pid_t child = vfork();
 	if (child == 0)
@@ -383,32 +393,7 @@ void ward_child_main_return(struct ward_plan *plan, int sync_fd, int report_in)
 				       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (rep == MAP_FAILED)
 		_exit(125);
-	memset(rep, 0, sizeof(*rep));
-	rep->kind = WARD_REPORT_SETUP_FAILED;
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		_exit(125);
-	char go;
-	if (ward_read_full(sync_fd, &go, 1) != 1)
-		_exit(125);
-	for (size_t i = 0; i < plan->n_cg_tasks; i++) {
-		if (write(plan->cg_tasks[i], "0", 1) != 1) {
-			ward_error_setv(&rep->err, errno, "cgroup", "unable to join the sandbox's cgroup", NULL);
-			ward_write_all(report_in, rep, sizeof(*rep));
-			_exit(125);
-		}
-		close(plan->cg_tasks[i]);
-	}
-	if (adopt_fds(plan, report_in, &sync_fd) != REPORT_FD)
-		_exit(125);
-	if (ward_layers_apply(ward_layers, ward_n_layers, WARD_STAGE_INIT, plan, &rep->err) < 0) {
-		rep->layers = plan->layers;
-		rep->degraded = plan->degraded;
-		report_and_exit(REPORT_FD, rep);
-	}
-	rep->layers = plan->layers;
-	rep->degraded = plan->degraded;
-	rearm_deathsig(sync_fd);
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	init_setup(plan, sync_fd, report_in, rep);
 	int ready[2];
 	if (pipe2(ready, O_CLOEXEC) < 0)
 		_exit(125);
