@@ -51,9 +51,9 @@ static const struct setting settings[] = {
 	S("max-sessions-per-tenant", K_UINT, core.max_sessions_per_tenant, "live sessions per tenant (default 8)"),
 	S("tenant-memory", K_SIZE, core.tenant_memory, "memory limits of a tenant's live sandboxes, summed (default 16G; 0: none)"),
 	S("pool", K_POOL, core.pool, "kernels kept ready for one-shots, per language: python=4,node=1,bash=0 (default python=2; \"none\": no pool)"),
-	S("zygote", K_STR, zygote, "python kernels forked by a zygote that preloaded its modules: python (default) or none"),
+	S("zygote", K_STR, zygote, "python kernels forked by a zygote that preloaded its modules: python or none (default; experimental, see docs/api.md)"),
 	S("zygote-modules", K_STR, zygote_modules, "what the zygote preloads, comma-separated (default numpy,pandas,matplotlib; a missing one is skipped)"),
-	S("launcher", K_BOOL, launcher, "sandboxes cloned by a small launcher process, not by a copy of the daemon (default true)"),
+	S("launcher", K_BOOL, launcher, "sandboxes cloned by a small launcher process, not by a copy of the daemon (default false; experimental)"),
 	S("max-file", K_SIZE, core.max_file, "one file through the files API (default 64M)"),
 	S("max-connections", K_UINT, max_connections, "open HTTP connections, per listener (default 1000)"),
 	S("max-per-address", K_UINT, max_per_address, "TCP connections from one address (default 64)"),
@@ -74,7 +74,6 @@ void srv_config_defaults(struct srv_config *c)
 	c->max_unauthenticated = 64;
 	c->header_timeout_ms = 10000;
 	c->idle_timeout_ms = 60000;
-	c->launcher = true;
 }
 
 void srv_config_release(struct srv_config *c)

@@ -209,10 +209,9 @@ int srv_loop(struct srv *s)
 	}
 }
 
-/* The launcher and the zygote: forked from this thread, which outlives
- * every sandbox, before the core's workers exist (ward/zygote.h). A
- * zygote the operator did not ask for by name may fail: python kernels
- * then start cold, and the log says why. */
+/* The launcher and the zygote, when the operator asks for them: forked
+ * from this thread, which outlives every sandbox, before the core's
+ * workers exist (ward/zygote.h). One that cannot start stops the daemon. */
 static int start_helpers(struct srv *s)
 {
 	struct ward_error err;
@@ -221,8 +220,7 @@ static int start_helpers(struct srv *s)
 		fprintf(stderr, "ward: error: serve: launcher: %s\n", err.message);
 		return -1;
 	}
-	const char *z = s->cfg.zygote ? s->cfg.zygote : "python";
-	if (strcmp(z, "python") != 0)
+	if (!s->cfg.zygote || strcmp(s->cfg.zygote, "python") != 0)
 		return 0;
 	char *mods = s->cfg.zygote_modules ? strdup(s->cfg.zygote_modules) : NULL;
 	const char *list[33];
@@ -235,11 +233,8 @@ static int start_helpers(struct srv *s)
 				      &err);
 	free(mods);
 	if (!s->zygote) {
-		fprintf(stderr, "ward: %s: zygote: %s\n",
-			s->cfg.zygote ? "error: serve" : "serve: warning", err.message);
-		if (s->cfg.zygote)
-			return -1;
-		fprintf(stderr, "ward: serve: python kernels start cold\n");
+		fprintf(stderr, "ward: error: serve: zygote: %s\n", err.message);
+		return -1;
 	}
 	return 0;
 }

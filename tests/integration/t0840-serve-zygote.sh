@@ -1,9 +1,9 @@
 #!/bin/bash
-# ward serve starts a launcher and a python zygote before its core: python
-# one-shots are forked by the zygote (its preloaded modules are there before
-# the code imports them), --zygote none gives cold kernels, bad values are
-# refused with the setting named, and stopping the daemon leaves neither
-# helper behind.
+# With --zygote python --launcher, ward serve starts a launcher and a python
+# zygote before its core: python one-shots are forked by the zygote (its
+# preloaded modules are there before the code imports them); by default
+# (--zygote none) kernels start cold; bad values are refused with the
+# setting named, and stopping the daemon leaves neither helper behind.
 . "$(dirname "$0")/../lib.sh"
 
 . "$(dirname "$0")/serve-lib.sh"
@@ -12,8 +12,8 @@ command -v python3 >/dev/null || test_set_prereq_missing SERVE "python3 is not i
 "$WARD" exec --lang python -c "1" > /dev/null 2>&1 ||
 	test_set_prereq_missing SERVE "ward exec --lang python does not run here"
 # A sanitizer's runtime cannot be loaded into python after its start: the
-# zygote's module of such a build does not load (the daemon then warns and
-# starts python kernels cold, which t0800 and t0700 cover).
+# zygote's module of such a build does not load (the daemon refuses to
+# start with --zygote python).
 if grep -qa "AddressSanitizer" "${WARD_BUILD:-$SRCDIR/build}/src/ward-serve" 2>/dev/null; then
 	test_set_prereq_missing ZYGOTE "a sanitizer build: the zygote's module cannot load into python"
 fi
@@ -45,7 +45,7 @@ helpers() {
 gone() { local p; for p in $(cat "$D/helpers"); do [ ! -e "/proc/$p" ] || return 1; done; }
 
 test_expect_success SERVE,ZYGOTE 'a python one-shot is forked by the zygote: numpy is imported before the code runs' '
-	start_daemon --pool none &&
+	start_daemon --pool none --zygote python --launcher &&
 	grep -q "ward-zygote: ready" "$D/serve.log" &&
 	expect_eq "$(in_modules numpy)" "True" &&
 	r=$(api POST /v1/executions "${A[@]}" -d "{\"language\": \"python\", \"code\": \"import numpy; print(numpy.arange(10).sum())\"}") &&
@@ -59,16 +59,19 @@ test_expect_success SERVE,ZYGOTE 'the launcher and the zygote are the daemon chi
 	wait_for "the launcher and the zygote to exit" gone
 '
 
-test_expect_success SERVE 'with --zygote none python kernels start cold: numpy is not imported before the code' '
+test_expect_success SERVE 'by default and with --zygote none python kernels start cold: numpy is not imported before the code' '
 	: > "$D/serve.log" &&
-	start_daemon --pool none --zygote none &&
+	start_daemon --pool none &&
+	expect_eq "$(in_modules numpy)" "False" &&
+	stop_daemon &&
+	start_daemon --pool python=1 --zygote none &&
 	expect_eq "$(in_modules numpy)" "False" &&
 	! grep -q "ward-zygote" "$D/serve.log" &&
 	stop_daemon
 '
 
 test_expect_success SERVE,ZYGOTE 'the pool fills from the zygote, and --zygote-modules says what it preloads' '
-	start_daemon --pool python=1 --zygote-modules json,xml.dom.minidom &&
+	start_daemon --pool python=1 --zygote python --zygote-modules json,xml.dom.minidom &&
 	grep -q "ward-zygote: ready (json,xml.dom.minidom)" "$D/serve.log" &&
 	expect_eq "$(in_modules xml.dom.minidom)" "True" &&
 	expect_eq "$(in_modules numpy)" "False" &&

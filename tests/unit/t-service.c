@@ -46,6 +46,9 @@ static struct ward_service *service(uint64_t max_executions, char *tmp)
 	snprintf(c.keys_file, n, "%s/keys", tmp);
 	c.max_executions = max_executions;
 	c.max_file = 10;
+	/* no warm pool: its refills and sweeps are timers of their own
+	 * (t0800-pool-isolation.sh tests it through the daemon) */
+	memset(c.pool, 0, sizeof(c.pool));
 	struct ward_service *svc = NULL;
 	if (ward_service_new(&c, &svc) < 0) {
 		ward_service_free(svc);
