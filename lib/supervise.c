@@ -579,9 +579,11 @@ WARD_EXPORT bool ward_sandbox_exited(struct ward_sandbox *sb)
 		return true;
 	siginfo_t si;
 	memset(&si, 0, sizeof(si));
-	if (waitid((idtype_t)P_PIDFD, (id_t)sb->pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid)
-		sb->exited = true;
-	else if (errno == ECHILD)
+	/* errno only when waitid failed: after a success it is whatever an
+	 * earlier call left, and a stale ECHILD would call a live sandbox
+	 * gone (it would then never be killed) */
+	int r = waitid((idtype_t)P_PIDFD, (id_t)sb->pidfd, &si, WEXITED | WNOHANG);
+	if ((r == 0 && si.si_pid) || (r < 0 && errno == ECHILD))
 		sb->exited = true;
 	return sb->exited;
 }

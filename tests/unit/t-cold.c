@@ -51,6 +51,34 @@ static void test_end_release(void)
 	ward_policy_release(&p);
 }
 
+/* A live sandbox is not taken for an ended one because errno happened to
+ * hold ECHILD from an earlier call: it would then never be killed (the
+ * daemon's load test left busy kernels running when that was so). */
+static void test_exited_errno(void)
+{
+	struct ward_policy p;
+	struct ward_error err;
+	struct ward_sandbox *sb = NULL;
+	char *argv[] = { "/bin/sh", "-c", "read x", NULL };
+	struct ward_sandbox_options so = { .stdin_pipe = true };
+	ward_error_clear(&err);
+	ward_policy_init(&p, &err);
+	if (ward_sandbox_start(&p, argv, &so, &sb, &err) < 0) {
+		skip("this host cannot make a sandbox");
+		ward_policy_release(&p);
+		return;
+	}
+	errno = ECHILD;
+	ok(!ward_sandbox_exited(sb), "a live sandbox is not exited, whatever errno held");
+	ward_sandbox_kill(sb, WARD_KILL_CANCEL);
+	struct ward_verdict v;
+	ward_verdict_init(&v);
+	ward_sandbox_finish(sb, &v, &err);
+	is_int(v.status, WARD_STATUS_KILLED, "and a kill still reaches it");
+	ward_verdict_release(&v);
+	ward_policy_release(&p);
+}
+
 /* ---- the /etc template ---- */
 
 static const struct ward_etc_entry entries[] = {
@@ -189,5 +217,6 @@ int main(void)
 {
 	test_template();
 	test_end_release();
+	test_exited_errno();
 	return tap_done();
 }
