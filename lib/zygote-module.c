@@ -16,6 +16,7 @@
 int ward_zygote_harden(void);
 int ward_zygote_serve(int sock);
 char *const *ward_zygote_environ(void);
+char *const *ward_zygote_argv(void);
 
 WARD_EXPORT int ward_zygote_harden(void)
 {
@@ -37,4 +38,9 @@ WARD_EXPORT int ward_zygote_serve(int sock)
 WARD_EXPORT char *const *ward_zygote_environ(void)
 {
 	return ward_launcher_program_env();
+}
+
+WARD_EXPORT char *const *ward_zygote_argv(void)
+{
+	return ward_launcher_program_argv();
 }
