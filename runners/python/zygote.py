@@ -141,6 +141,22 @@ def run_agent(code):
     os.closerange(3, os.sysconf("SC_OPEN_MAX"))
 
 
+def forget_environment():
+    """What the zygote's modules cached from its own environment (HOME
+    unset: root's home) is recomputed from the plan's, as a fresh python3
+    computes it at start: the user site `pip install --user` fills, the
+    sysconfig paths, the temporary directory."""
+    import site
+    site.USER_BASE = site.USER_SITE = None
+    site.getusersitepackages()
+    sysconfig = sys.modules.get("sysconfig")
+    if sysconfig is not None:
+        sysconfig._CONFIG_VARS = None
+    tempfile = sys.modules.get("tempfile")
+    if tempfile is not None:
+        tempfile.tempdir = None
+
+
 def reseed():
     """A fork copies the zygote's random states: new ones per child."""
     import random
@@ -182,6 +198,7 @@ def child(lib, base_path, agent):
     del env, args, plan_env
     sys.path[:] = base_path                            # as -I gives: no script dir
     sys.path_importer_cache.clear()
+    forget_environment()
     reseed()
     # The preloaded objects stay frozen: the collector (and the kernel's
     # exit, which walks gc.get_objects()) leaves their shared pages alone.
