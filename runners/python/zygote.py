@@ -83,11 +83,12 @@ class Become(BaseException):
     (no handler of the agent catches a BaseException) back to run_agent."""
 
 
-def become_kernel(stdin, stdout, stderr, ready, cwd):
+def become_kernel(stdin, stdout, stderr, ready, cwd, agent):
     """In a python context just forked from a zygote-born agent: what an
     exec'd kernel gets from spawn and exec (its own session, the pipes as
-    stdio, signals as a fresh python3 sets them, no signal blocked, cwd),
-    then unwinds to run_agent, which drops the agent and closes every other
+    stdio, signals as a fresh python3 sets them, no signal blocked, cwd);
+    the agent's state (its contexts, commands and their output, requests,
+    selector) dropped; then unwinds to run_agent, which closes every other
     fd. Never returns."""
     try:
         os.setsid()
@@ -106,6 +107,7 @@ def become_kernel(stdin, stdout, stderr, ready, cwd):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         signal.pthread_sigmask(signal.SIG_SETMASK, ())
         os.chdir(cwd)
+        vars(agent).clear()
     except BaseException:
         os._exit(127)
     raise Become()
@@ -114,8 +116,8 @@ def become_kernel(stdin, stdout, stderr, ready, cwd):
 def run_agent(code):
     """Runs the session agent as `python3 -I -u agent.py` would. Returns
     only in a python context forked from it, with the agent gone: its
-    objects collected, its fds (the protocol's, its selector's, its pipes
-    to other contexts) closed."""
+    state dropped, its fds (the protocol's, its selector's, its pipes to
+    other contexts) closed."""
     import types
     if code is None:
         os._exit(127)
@@ -136,9 +138,13 @@ def run_agent(code):
     subprocess = sys.modules.get("subprocess")
     if subprocess is not None:
         subprocess._active.clear()                     # the agent's commands: not our children
-    import gc
-    gc.collect()                                       # the agent's cycles, its selector
     os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    # Not collected but frozen: a collection would write to every page of
+    # the agent's objects and copy them into the context (~1 MiB). What
+    # cycles are left (objects of the agent's classes, emptied) stay
+    # unreachable, out of gc.get_objects() (gc.unfreeze() brings them back).
+    import gc
+    gc.freeze()
 
 
 def forget_environment():
@@ -197,7 +203,12 @@ def child(lib, base_path, agent):
         os.environ[name] = value
     del env, args, plan_env
     sys.path[:] = base_path                            # as -I gives: no script dir
-    sys.path_importer_cache.clear()
+    # Only the finders of the runners' host directory go: clearing the
+    # cache would free every directory listing in it, writing to (and so
+    # copying) ~2.5 MiB of the zygote's pages into each child.
+    cache = sys.path_importer_cache
+    for entry in [e for e in cache if e and e.startswith(os.path.dirname(HERE))]:
+        del cache[entry]
     forget_environment()
     reseed()
     # The preloaded objects stay frozen: the collector (and the kernel's

@@ -147,7 +147,7 @@ class Forked:
         return self.returncode
 
 
-def fork_kernel(cwd):
+def fork_kernel(cwd, agent):
     """A python kernel forked from this agent (itself forked by the zygote); as spawn
     returns. The child never returns here: ZYGOTE.become_kernel unwinds to the zygote."""
     pipes = [os.pipe() for _ in range(4)]   # stdin, stdout, stderr, "in its own session"
@@ -158,7 +158,7 @@ def fork_kernel(cwd):
             os.close(fd)
         raise
     if pid == 0:
-        ZYGOTE.become_kernel(pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1], cwd)
+        ZYGOTE.become_kernel(pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1], cwd, agent)
         os._exit(127)
     ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
     for fd in (pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]):
@@ -417,7 +417,7 @@ class Agent:
 
     def start_context(self, language, name):
         if language == "python" and ZYGOTE is not None:
-            proc, stdin, stdout, stderr = fork_kernel(self.cwd)
+            proc, stdin, stdout, stderr = fork_kernel(self.cwd, self)
         else:
             proc, stdin, stdout, stderr = spawn(KERNELS[language], None, self.cwd, with_stdin=True)
         ctx = self.contexts[(language, name)] = Context(language, name, proc, stdin, stdout, stderr)
