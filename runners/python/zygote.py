@@ -60,6 +60,7 @@ def preload(modules):
         sys.path.remove(HERE)
     for name in MATH_THREADS:
         del os.environ[name]
+    reseed()                                           # its lazy imports, once for all children
     return loaded
 
 
@@ -210,14 +211,13 @@ def child(lib, base_path, agent):
     for entry in [e for e in cache if e and e.startswith(os.path.dirname(HERE))]:
         del cache[entry]
     forget_environment()
-    reseed()
     # The preloaded objects stay frozen: the collector (and the kernel's
     # exit, which walks gc.get_objects()) leaves their shared pages alone.
     code = 0
     try:
-        if program == "agent":
+        if program == "agent":                         # random reseeded at fork; numpy unused
             run_agent(agent)
-            reseed()                                   # the context's own, not the agent's
+        reseed()                                       # a kernel's own state, not the zygote's
         sys.argv = [INSIDE + "/kernel.py"]
         from _ward_kernel.core import main             # preloaded: no path needed
         main()
