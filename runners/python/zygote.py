@@ -157,8 +157,8 @@ def forget_environment():
     site.USER_BASE = site.USER_SITE = None
     site.getusersitepackages()
     sysconfig = sys.modules.get("sysconfig")
-    if sysconfig is not None:
-        sysconfig._CONFIG_VARS = None
+    if sysconfig is not None and sysconfig._CONFIG_VARS is not None:   # not freed: ~1000 strings
+        sysconfig._CONFIG_VARS["userbase"] = site.getuserbase()
     tempfile = sys.modules.get("tempfile")
     if tempfile is not None:
         tempfile.tempdir = None
@@ -193,11 +193,6 @@ def child(lib, base_path, agent):
     if program is None:
         print("ward-zygote: %r is not a program of this zygote" % (argv[:1],), file=sys.stderr)
         os._exit(127)
-    # The privilege drop left the program non-dumpable (invisible in the
-    # sandbox's /proc, unlike a cold one); an exec would undo that: so do we.
-    PR_SET_DUMPABLE = 4
-    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0:
-        os._exit(126)
     os.environ.clear()                                 # the plan's environment, not ours
     for item in plan_env:
         name, _, value = item.partition("=")
@@ -207,9 +202,8 @@ def child(lib, base_path, agent):
     # Only the finders of the runners' host directory go: clearing the
     # cache would free every directory listing in it, writing to (and so
     # copying) ~2.5 MiB of the zygote's pages into each child.
-    cache = sys.path_importer_cache
-    for entry in [e for e in cache if e and e.startswith(os.path.dirname(HERE))]:
-        del cache[entry]
+    for entry in (HERE, os.path.join(HERE, "_ward_kernel")):   # not iterated: that writes
+        sys.path_importer_cache.pop(entry, None)               # to every key's page
     forget_environment()
     # The preloaded objects stay frozen: the collector (and the kernel's
     # exit, which walks gc.get_objects()) leaves their shared pages alone.
