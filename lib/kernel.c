@@ -574,7 +574,9 @@ static int kernel_launch(const struct ward_policy *policy, const struct ward_ker
 			.stdin_pipe = true, .binds = &k->bind, .n_binds = 1,
 			/* begin's files: written by the init before the kernel starts */
 			.files = async ? o->files : NULL, .n_files = async ? o->n_files : 0,
-			.launcher = o->zygote && !o->session && ward_zygote_lang(o->zygote) == o->lang
+			/* a session's agent is python: the zygote forks it too */
+			.launcher = o->zygote && ward_zygote_lang(o->zygote) ==
+							 (o->session ? WARD_LANG_PYTHON : o->lang)
 					    ? ward_zygote_launcher(o->zygote) : o->launcher,
 		};
 		r = ward_sandbox_start(&k->policy, argv, &so, &k->sb, err);

@@ -347,8 +347,10 @@ long ward_launcher_spawn(struct ward_launcher *l, const struct ward_plan *plan, 
 /* ---- the helper's side ---- */
 
 static char *const *program_env;
+static char *const *program_argv;
 
 char *const *ward_launcher_program_env(void) { return program_env; }
+char *const *ward_launcher_program_argv(void) { return program_argv; }
 
 static long clone_init(struct ward_plan *plan, int cgroup_fd, int *pidfd, uint32_t *degraded)
 {
@@ -383,6 +385,7 @@ static int child(struct ward_plan *plan, int sync_fd, int report_fd, enum ward_l
 	/* the program: nothing of the helper's allocator settings goes on */
 	mallopt(M_PERTURB, 0);
 	program_env = plan->envp;
+	program_argv = plan->argv;
 	return 1;
 }
 

@@ -48,5 +48,7 @@ struct ward_launcher *ward_launcher_adopt(int sock, pid_t pid);
 /* The program's environment (the plan's), in the program of a zygote
  * after ward_launcher_serve returned 1; NULL elsewhere. */
 char *const *ward_launcher_program_env(void);
+/* The plan's argv, likewise: what the zygote is asked to run. */
+char *const *ward_launcher_program_argv(void);
 
 #endif

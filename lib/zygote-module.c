@@ -3,7 +3,8 @@
  *
  * The runtime calls ward_zygote_harden once its modules are loaded, then
  * ward_zygote_serve in a loop: 0 after each sandbox it started, -1 when the
- * supervisor is gone, 1 in a sandbox's program, with every layer on. The
+ * supervisor is gone, 1 in a sandbox's program, with every layer on (and
+ * dumpable, as after an exec); ward_zygote_argv then says what to run. The
  * runtime must hold no thread but the caller's.
  */
 #include <malloc.h>
@@ -16,6 +17,7 @@
 int ward_zygote_harden(void);
 int ward_zygote_serve(int sock);
 char *const *ward_zygote_environ(void);
+char *const *ward_zygote_argv(void);
 
 WARD_EXPORT int ward_zygote_harden(void)
 {
@@ -31,10 +33,20 @@ WARD_EXPORT int ward_zygote_harden(void)
 
 WARD_EXPORT int ward_zygote_serve(int sock)
 {
-	return ward_launcher_serve(sock, WARD_LAUNCH_RETURN);
+	int r = ward_launcher_serve(sock, WARD_LAUNCH_RETURN);
+	/* The program: the privilege drop left it non-dumpable (invisible in
+	 * the sandbox's /proc, unlike a cold one); an exec would undo that. */
+	if (r == 1 && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+		_exit(126);
+	return r;
 }
 
 WARD_EXPORT char *const *ward_zygote_environ(void)
 {
 	return ward_launcher_program_env();
+}
+
+WARD_EXPORT char *const *ward_zygote_argv(void)
+{
+	return ward_launcher_program_argv();
 }

@@ -56,7 +56,9 @@ struct ward_kernel_options {
 	 * ward_kernel_begin; drive it with ward_kernel_listen/send. */
 	bool session;
 	/* A zygote of lang (ward/zygote.h) forks the kernel instead of a cold
-	 * start; NULL, another language or a session: a cold start. */
+	 * start; for a session, a python zygote forks the agent (whose python
+	 * contexts are then forked from it). NULL or another language: a cold
+	 * start. */
 	struct ward_zygote *zygote;
 	/* Any other start (cold, or a session's agent): a launcher
 	 * (ward/zygote.h) clones the sandbox instead of the caller; NULL: the

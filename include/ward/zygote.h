@@ -51,8 +51,8 @@ struct ward_zygote;
  * matplotlib; a module that is missing is skipped) with one thread per
  * math library, then says it is ready. Blocks until then (seconds: it
  * imports). NULL with err set when the runtime cannot start. Its
- * sandboxes' programs are always lang's kernel (the plan's argv is not
- * exec'd); it finds libward-zygote.so next to the binary in a build tree,
+ * sandboxes' programs are lang's kernel or a session's agent, as the
+ * plan's argv says (it is not exec'd; any other argv exits 127); it finds libward-zygote.so next to the binary in a build tree,
  * through $WARD_ZYGOTE_MODULE, or installed under libdir/ward. */
 struct ward_zygote *ward_zygote_start(enum ward_lang lang, const char *const *modules,
 				      const char *runners_dir, struct ward_error *err);

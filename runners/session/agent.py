@@ -29,6 +29,11 @@ Design:
 - fd 0 and fd 1 are kept as private close-on-exec duplicates for the
   protocol; fd 0 then reads /dev/null and fd 1 goes to fd 2, so a stray print
   cannot corrupt the protocol.
+- An agent forked by the python zygote (runners/python/zygote.py, which
+  sets __ward_zygote__) forks its python contexts instead of exec'ing
+  python3: they share the zygote's preloaded modules. The zygote turns the
+  child into what an exec'd kernel would be (become_kernel) and drops the
+  agent's objects and fds. Node and bash contexts, and commands, are exec'd.
 """
 
 import codecs
@@ -65,6 +70,7 @@ def load_languages(runners):
 
 
 KERNELS, ALIASES = load_languages(RUNNERS)
+ZYGOTE = globals().get("__ward_zygote__")   # set by the zygote that forked this agent
 INTERRUPT_STATUS = {"cancel": "killed", "timeout": "timeout"}
 
 
@@ -114,6 +120,54 @@ def spawn(argv, env, cwd, with_stdin):
     for fd in ours:
         os.set_blocking(fd, False)
     return (proc, *([] if with_stdin else [None]), *ours)
+
+
+class Forked:
+    """A context forked from the agent: the part of Popen's interface the agent uses."""
+
+    def __init__(self, pid):
+        self.pid, self.returncode = pid, None
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = self.pid, 0
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout):
+        end = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() >= end:
+                raise subprocess.TimeoutExpired(["python"], timeout)
+            time.sleep(0.005)
+        return self.returncode
+
+
+def fork_kernel(cwd, agent):
+    """A python kernel forked from this agent (itself forked by the zygote); as spawn
+    returns. The child never returns here: ZYGOTE.become_kernel unwinds to the zygote."""
+    pipes = [os.pipe() for _ in range(4)]   # stdin, stdout, stderr, "in its own session"
+    try:
+        pid = os.fork()
+    except BaseException:
+        for fd in sum(pipes, ()):
+            os.close(fd)
+        raise
+    if pid == 0:
+        ZYGOTE.become_kernel(pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1], cwd, agent)
+        os._exit(127)
+    ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
+    for fd in (pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]):
+        os.close(fd)
+    os.read(pipes[3][0], 1)                 # it did setsid (or died): killpg reaches it
+    os.close(pipes[3][0])
+    for fd in ours:
+        os.set_blocking(fd, False)
+    return (Forked(pid), *ours)
 
 
 def json_line(obj):
@@ -362,8 +416,10 @@ class Agent:
             self.forward(ex)
 
     def start_context(self, language, name):
-        argv = KERNELS[language]
-        proc, stdin, stdout, stderr = spawn(argv, None, self.cwd, with_stdin=True)
+        if language == "python" and ZYGOTE is not None:
+            proc, stdin, stdout, stderr = fork_kernel(self.cwd, self)
+        else:
+            proc, stdin, stdout, stderr = spawn(KERNELS[language], None, self.cwd, with_stdin=True)
         ctx = self.contexts[(language, name)] = Context(language, name, proc, stdin, stdout, stderr)
         self.sel.register(stdout, selectors.EVENT_READ, lambda: self.on_kernel_stdout(ctx))
         self.sel.register(stderr, selectors.EVENT_READ, lambda: self.on_kernel_stderr(ctx))

@@ -11,7 +11,8 @@
  *       --ballast touches MIB of heap first, as a daemon holding many
  *       sessions would have; --live N keeps N sandboxes (sleep) alive
  *       meanwhile, started the cold way, with their fds and children;
- *       --kill-launcher kills the launcher after the first run.
+ *       --kill-launcher kills the launcher after the first run;
+ *       --zygote: through a python zygote (no modules) instead.
  *   zygote-run kernel [--zygote MODULES|-] [--runs N] [--quiet] CODE...
  *       per run: prepares a python kernel (cold, or forked by a zygote
  *       preloading MODULES, comma-separated, "-" for none), executes each
@@ -130,7 +131,7 @@ static char *subst(const char *code, int zygote, int sibling)
 
 static int cmd_run(int argc, char **argv)
 {
-	bool use_launcher = false, quiet = false, hold = false, kill_launcher = false;
+	bool use_launcher = false, quiet = false, hold = false, kill_launcher = false, zyg = false;
 	long runs = 1, ballast = 0, live = 0;
 	struct ward_error err;
 	struct ward_policy p;
@@ -149,6 +150,8 @@ static int cmd_run(int argc, char **argv)
 			continue;
 		if (strcmp(argv[i], "--launcher") == 0)
 			use_launcher = true;
+		else if (strcmp(argv[i], "--zygote") == 0)
+			zyg = true;
 		else if (strcmp(argv[i], "--quiet") == 0)
 			quiet = true;
 		else if (strcmp(argv[i], "--hold") == 0)
@@ -166,6 +169,12 @@ static int cmd_run(int argc, char **argv)
 	struct ward_launcher *l = NULL;
 	if (use_launcher && !(l = ward_launcher_start(&err)))
 		return die("launcher", &err);
+	static const char *const no_modules[] = { NULL };
+	struct ward_zygote *z = NULL;
+	if (zyg && !(z = ward_zygote_start(WARD_LANG_PYTHON, no_modules, NULL, &err)))
+		return die("zygote", &err);
+	if (z)
+		l = ward_zygote_launcher(z);
 	if (ballast > 0) {
 		size_t n = (size_t)ballast << 20;
 		char *b = malloc(n);
@@ -220,7 +229,10 @@ static int cmd_run(int argc, char **argv)
 	       (unsigned long long)(cpu_sum / (uint64_t)runs),
 	       (unsigned long long)(total_sum / (uint64_t)runs));
 	ward_policy_release(&p);
-	ward_launcher_stop(l);
+	if (z)
+		ward_zygote_stop(z);
+	else
+		ward_launcher_stop(l);
 	return strcmp(status, "ok") != 0;
 }
 
