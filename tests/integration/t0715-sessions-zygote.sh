@@ -65,7 +65,7 @@ cmd = open("/proc/%d/cmdline" % os.getppid(), "rb").read().split(b"\0")
 print("fractions" in sys.modules, [os.path.basename(a.decode()) for a in cmd if a.endswith(b".py")])'
 
 test_expect_success SERVE,ZYGOTE 'a session'"'"'s agent is forked by the zygote, and its python context by the agent' '
-	start_daemon --zygote-modules $MODS &&
+	start_daemon --zygote python --zygote-modules $MODS &&
 	grep -q "ward-zygote: ready" "$D/serve.log" &&
 	S=$(new_session) && echo "$S" > "$D/S" &&
 	expect_eq "$(out "$S" "$ORIGIN")" "True ['"'"'zygote.py'"'"']"

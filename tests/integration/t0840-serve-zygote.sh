@@ -36,9 +36,12 @@ helpers() {
 	local d=$(cat "$D/pid") c
 	for c in /proc/[0-9]*; do
 		[ "$(sed -n "s/^PPid:\t//p" "$c/status" 2>/dev/null)" = "$d" ] || continue
+		# one pid in NSpid: in the daemon's pid namespace, not a sandbox's
+		# init (those are its children too); status, unlike ns/, can be read
+		# when the process is not dumpable, as the zygote is not
 		case $(cat "$c/comm" 2>/dev/null) in
-		ward-launcher|python3) [ -e "$c/ns/pid" ] &&
-			[ "$(readlink "$c/ns/pid")" = "$(readlink /proc/self/ns/pid)" ] && echo "${c#/proc/}" ;;
+		ward-launcher|python3)
+			[ "$(sed -n "s/^NSpid:\t//p" "$c/status" | wc -w)" = 1 ] && echo "${c#/proc/}" ;;
 		esac
 	done
 }
