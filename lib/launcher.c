@@ -27,16 +27,11 @@
 #include <sys/wait.h>
 
 #include "base/util.h"
+#include "compat/clone.h"
 #include "launcher.h"
 #include "sandbox-child.h"
 #include "ward/zygote.h"
 
-#ifndef CLONE_NEWTIME
-#define CLONE_NEWTIME 0x00000080
-#endif
-#ifndef CLONE_INTO_CGROUP
-#define CLONE_INTO_CGROUP 0x200000000ULL
-#endif
 
 enum {
 	LAUNCH_MAGIC = 0x3144574c, /* "LWD1" */

@@ -20,21 +20,13 @@
 #include <sys/wait.h>
 
 #include "base/util.h"
+#include "compat/clone.h"
 #include "cgroup.h"
 #include "kernel-internal.h" /* ward_sandbox_restart_clock */
 #include "launcher.h"
 #include "sandbox-child.h"
 #include "ward/sandbox.h"
 
-#ifndef CLONE_NEWTIME
-#define CLONE_NEWTIME 0x00000080
-#endif
-#ifndef CLONE_INTO_CGROUP
-#define CLONE_INTO_CGROUP 0x200000000ULL
-#endif
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
 
 struct ward_sandbox {
 	struct ward_plan plan;
