@@ -37,7 +37,9 @@ test_expect_success ZR 'the sandbox'"'"'s init is the supervisor'"'"'s child' '
 	set -- $(sed -n "s/^hold launcher=\([0-9]*\) init=\([0-9]*\) self=\([0-9]*\)/\1 \2 \3/p" held.out) &&
 	ppid=$(awk "/^PPid:/{print \$2}" /proc/$2/status) &&
 	kill -9 $3; exec 3>&-
-	expect_eq "$ppid" "$3"
+	expect_eq "$ppid" "$3" &&
+	wait_for "the sandbox to exit" "process_gone $2" &&
+	"$WARD" gc > /dev/null # its cgroup: what a killed supervisor leaves
 '
 
 test_expect_success ZR 'killing the supervisor leaves no launcher and no sandbox' '
@@ -47,7 +49,9 @@ test_expect_success ZR 'killing the supervisor leaves no launcher and no sandbox
 	[ -d /proc/$1 ] && [ -d /proc/$2 ] &&
 	kill -9 $3 && exec 4>&- &&
 	wait_for "the launcher to exit" "process_gone $1" &&
-	wait_for "the sandbox to exit" "process_gone $2"
+	wait_for "the sandbox to exit" "process_gone $2" &&
+	"$WARD" gc > /dev/null &&
+	expect_eq "$(find /sys/fs/cgroup -maxdepth 4 -name "ward-$3-*" 2>/dev/null)" ""
 '
 
 test_expect_success ZR 'a dead launcher fails the next start with a clear error, at once' '

@@ -181,7 +181,9 @@ test_expect_success ZR,PY 'killing the supervisor leaves no zygote and no sandbo
 	hold_start kill --zygote $MODS "print(1)" || exit 1
 	[ -d /proc/$zygote ] && [ -d /proc/$child ] && kill -9 $self &&
 	wait_for "the zygote to exit" "process_gone $zygote" 20 &&
-	wait_for "the sandbox to exit" "process_gone $child" 20
+	wait_for "the sandbox to exit" "process_gone $child" 20 &&
+	"$WARD" gc > /dev/null && # what a killed supervisor leaves: its cgroup
+	expect_eq "$(find /sys/fs/cgroup -maxdepth 4 -name "ward-$self-*" 2>/dev/null)" ""
 '
 
 test_done
