@@ -14,7 +14,7 @@ command -v python3 >/dev/null || test_set_prereq_missing SERVE "python3 is not i
 # A sanitizer's runtime cannot be loaded into python after its start: the
 # zygote's module of such a build does not load (the daemon refuses to
 # start with --zygote python).
-if grep -qa "AddressSanitizer" "${WARD_BUILD:-$SRCDIR/build}/src/ward-serve" 2>/dev/null; then
+if grep -qa "__asan_init" "$WARD" 2>/dev/null; then
 	test_set_prereq_missing ZYGOTE "a sanitizer build: the zygote's module cannot load into python"
 fi
 
