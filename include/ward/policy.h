@@ -49,8 +49,58 @@ const char *ward_layer_name(enum ward_layer layer);
 int ward_layer_from_name(const char *name);
 
 enum ward_net_mode {
-	WARD_NET_NONE = 0, /* a network namespace with only lo */
+	WARD_NET_NONE = 0,      /* a network namespace with only lo */
+	WARD_NET_ALLOWLIST = 1, /* lo, plus egress through ward's proxy (ward/egress.h) */
 };
+
+/* One entry of network.allow or network.deny (docs/policy.md):
+ *   "example.com"          the host itself, ports 80 and 443
+ *   "*.example.com"        any name one label or more below it (not the
+ *                          domain itself), ports 80 and 443
+ *   "example.com:8443"     one port;  "example.com:*"  every port
+ *   "10.0.0.0/8", "10.1.2.3", "2001:db8::/32", "[2001:db8::1]:443",
+ *   "10.0.0.0/8:5432"      addresses (CIDR; a bare address is /32 or /128)
+ * Names are stored lowercased, without a trailing dot. */
+enum ward_net_rule_kind {
+	WARD_NET_RULE_HOST,    /* host: exact name */
+	WARD_NET_RULE_SUFFIX,  /* host: "example.com" for "*.example.com" */
+	WARD_NET_RULE_CIDR,    /* addr/prefix */
+};
+
+struct ward_net_rule {
+	enum ward_net_rule_kind kind;
+	char *host;                 /* HOST, SUFFIX; NULL for CIDR */
+	int family;                 /* CIDR: AF_INET or AF_INET6 */
+	unsigned char addr[16];     /* CIDR: network address, host bits zero */
+	unsigned prefix;            /* CIDR: 0..32 or 0..128 */
+	uint16_t port;              /* one port; 0 with any_port false: 80 and 443 */
+	bool any_port;              /* ":*" */
+};
+
+struct ward_net_policy {
+	enum ward_net_mode mode;
+	struct ward_net_rule *allow;
+	size_t n_allow;
+	struct ward_net_rule *deny; /* checked first: a deny match refuses */
+	size_t n_deny;
+	uint64_t max_connections;   /* at once; default 64 */
+	uint64_t max_bytes_out;     /* all connections together; 0 = no limit (default) */
+	uint64_t max_bytes_in;      /* 0 = no limit (default) */
+};
+
+/* The canonical text of a rule ("*.example.com", "example.com:*",
+ * "10.0.0.0/8:5432", "[2001:db8::]/32:443"), as the policy JSON prints it
+ * and as ward_net_rule_parse reads it back. buf of at least 320 bytes. */
+char *ward_net_rule_format(const struct ward_net_rule *r, char *buf, size_t len);
+/* Parses one entry; r->host is malloc'ed. 0 or -EINVAL (err names `field`,
+ * e.g. "network.allow[2]", and says what was expected) or -ENOMEM. */
+int ward_net_rule_parse(const char *text, struct ward_net_rule *r, const char *field,
+			struct ward_error *err);
+/* True when the rule covers (name or address, port). name may be NULL (an
+ * address-only destination); addr may be NULL (not resolved yet: only name
+ * rules can match). family AF_INET or AF_INET6 with addr. */
+bool ward_net_rule_match(const struct ward_net_rule *r, const char *name, int family,
+			 const unsigned char *addr, uint16_t port);
 
 struct ward_bind {
 	char *host;    /* absolute host path */
@@ -84,7 +134,8 @@ struct ward_policy {
 	char *workdir;              /* default "/workspace" */
 	char *hostname;             /* default "sandbox" */
 	char *image;                /* default "host" */
-	enum ward_net_mode net;
+	enum ward_net_mode net;     /* == network.mode, kept for old callers */
+	struct ward_net_policy network;
 
 	bool root_inside;           /* run as uid 0 inside the user namespace */
 	bool require_cgroup;        /* a missing cgroup is an error, not a degrade */

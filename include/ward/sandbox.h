@@ -24,6 +24,9 @@ extern "C" {
 
 struct ward_sandbox;
 struct ward_launcher;
+struct ward_egress;
+struct ward_egress_sandbox;
+struct ward_egress_credential;
 
 /* A file put into /workspace, owned by the sandbox user: by the init before
  * the program starts (ward_sandbox_options), or by a kernel's claim from
@@ -47,6 +50,14 @@ struct ward_sandbox_options {
 	/* NULL: the caller clones the sandbox itself. Else a launcher or a
 	 * zygote (ward/zygote.h) clones it, as the caller's child. */
 	struct ward_launcher *launcher;
+	/* network.mode "allowlist": the proxy that serves this sandbox
+	 * (ward/egress.h), required then (the run fails closed without it),
+	 * with the tenant its events name and the sandbox's own credential
+	 * rules (added to the proxy's). */
+	struct ward_egress *egress;
+	const char *tenant;
+	const struct ward_egress_credential *credentials;
+	size_t n_credentials;
 };
 
 enum ward_kill_reason {
@@ -162,6 +173,10 @@ bool ward_sandbox_exited(struct ward_sandbox *sb);
  * /proc/<init>/root), for reading files out with openat2(RESOLVE_IN_ROOT).
  * The caller closes it. -1 with errno set when the sandbox is gone. */
 int ward_sandbox_open_root(const struct ward_sandbox *sb);
+
+/* The sandbox's attachment to its egress proxy (ward_egress_update,
+ * ward_egress_last_denial), or NULL: network.mode "none", or not running yet. */
+struct ward_egress_sandbox *ward_sandbox_egress(const struct ward_sandbox *sb);
 
 /* The sandbox's cgroup counters while it runs (sessions read them around
  * each call to tell an OOM or a refused fork from a crash). */

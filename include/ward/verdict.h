@@ -50,6 +50,24 @@ struct ward_usage {
 	uint64_t output_bytes;      /* produced, including what was dropped */
 };
 
+/* What the sandbox did on the network (policy network.mode "allowlist"). */
+enum { WARD_NET_DENIED_MAX = 16 };
+struct ward_net_denial {
+	char host[256];             /* the name, or the address as text */
+	uint16_t port;
+	char reason[128];           /* "not in the allowlist", "private address 10.0.0.1", ... */
+};
+struct ward_net_usage {
+	bool present;               /* false: mode "none", no "network" in the JSON */
+	uint64_t connections;       /* allowed connections */
+	uint64_t bytes_out;         /* sandbox -> upstream */
+	uint64_t bytes_in;          /* upstream -> sandbox */
+	uint64_t denied_total;      /* every refusal, including those not listed */
+	size_t n_denied;            /* the first WARD_NET_DENIED_MAX, in order */
+	struct ward_net_denial denied[WARD_NET_DENIED_MAX];
+	const char *limit;          /* "connections", "bytes_out", "bytes_in" once hit, else NULL */
+};
+
 struct ward_buffer {
 	char *data;                 /* NUL-terminated, may contain other NULs */
 	size_t len;
@@ -70,6 +88,7 @@ struct ward_verdict {
 	uint32_t layers;            /* bit (1u << enum ward_layer): applied */
 	uint32_t degraded;          /* bit (1u << enum ward_layer): degraded */
 	char sandbox_id[40];
+	struct ward_net_usage network;
 	struct ward_error setup;    /* filled when status is SETUP_FAILED */
 };
 

@@ -227,6 +227,7 @@ const struct wp_member wp_members[] = {
 	MEMBER("hostname", hostname, hostname, free_to_change),
 	MEMBER("image", image, image, image_same),
 	MEMBER("network.mode", net, net, network_same),
+	MEMBER("network", network, network, network_same),
 	MEMBER("user.root", root_inside, root_inside, root_only_if_allowed),
 	MEMBER("cgroup.required", require_cgroup, require_cgroup, cgroup_required_kept),
 	MEMBER("allow_degraded", allow_degrade, allow_degrade, degrade_subset),
@@ -243,7 +244,7 @@ bool wp_member_is_free(const struct wp_member *m)
  * checks that the rows tile the struct): give it a row here or in
  * wp_limits[], with its rule, and update this number. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(struct ward_policy) == 208,
+_Static_assert(sizeof(struct ward_policy) == 272,
 	       "a new struct ward_policy member needs a tightening rule (wp_members[] or wp_limits[])");
 #endif
 
