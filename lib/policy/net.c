@@ -321,7 +321,7 @@ int wp_net_rule_parse(const char *text, struct ward_net_rule *r, const char *whe
 			alen = sizeof(a) - 1;
 		memcpy(a, text, alen);
 		a[alen] = '\0';
-		if (inet_pton(AF_INET6, a, bin) != 1)
+		if (inet_pton(AF_INET6, a, bin) != 1 || strchr(text + alen, ':'))
 			rc = bad_entry(text, "an IPv6 address with a port needs brackets, as in \"[2001:db8::1]:443\"",
 				       where, err);
 		else
