@@ -30,6 +30,7 @@
 
 struct ward_launcher;
 struct ward_zygote;
+struct ward_egress_credential;
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -78,6 +79,21 @@ struct ward_service_config {
 	 * forked by the zygote. */
 	struct ward_launcher *launcher;
 	struct ward_zygote *zygote;
+	/* The egress proxy's operator settings (struct ward_egress_config in
+	 * ward/egress.h), owned by the front end's config and checked there:
+	 * "NAME=ADDR" resolve overrides, CIDRs opened among the refused
+	 * ranges, DNS servers "ADDR[:PORT]", an extra CA file for upstream
+	 * TLS (NULL: none), and the operator's credential rules (at most 32,
+	 * 16 headers each; their values are secrets: never logged). */
+	const char *const *egress_resolve;
+	size_t n_egress_resolve;
+	const char *const *egress_allow_private;
+	size_t n_egress_allow_private;
+	const char *const *egress_dns;
+	size_t n_egress_dns;
+	const char *egress_ca;
+	const struct ward_egress_credential *egress_credentials;
+	size_t n_egress_credentials;
 };
 
 /* --- errors and answers --- */
