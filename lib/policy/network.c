@@ -271,8 +271,14 @@ int wp_net_set(struct ward_policy *p, const char *key, const char *value, const 
 			set_mode(p, WARD_NET_ALLOWLIST);
 		return r;
 	}
-	if (strcmp(key, "network.deny") == 0)
+	if (strcmp(key, "network.deny") == 0) {
+		/* a deny list means nothing without the proxy; refused here, so
+		 * that every policy the setters accept prints and loads back */
+		if (p->network.mode != WARD_NET_ALLOWLIST)
+			return wp_fail(err, where, "deny entries need mode \"allowlist\" (allow some "
+				       "hosts first; with mode \"none\" the sandbox has no network)");
 		return add_list(&p->network.deny, &p->network.n_deny, value, where, err);
+	}
 	ssize_t i = strncmp(key, "network.", 8) == 0 ? net_limit_find(key + 8) : -1;
 	if (i < 0)
 		return wp_fail(err, where, "unknown policy field %s", wp_quote(key, q, sizeof(q)));

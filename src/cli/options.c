@@ -522,8 +522,12 @@ int ward_cli_build_policy(const struct ward_cli_run *o, struct ward_policy *p,
 		if (r < 0)
 			return r;
 	}
-	for (size_t i = 0; i < o->n_overrides; i++) {
-		const struct ward_cli_override *ov = &o->overrides[i];
+	/* two passes: --net deny: lists after the rest, so that they may come
+	 * before the --net allow: that makes the allowlist they belong to */
+	for (size_t k = 0; k < 2 * o->n_overrides; k++) {
+		const struct ward_cli_override *ov = &o->overrides[k % o->n_overrides];
+		if ((strcmp(ov->field, "network.deny") == 0) != (k >= o->n_overrides))
+			continue;
 		char abs[PATH_MAX + 2048];
 		const char *value = ov->value;
 		if (strncmp(ov->field, "mounts.", 7) == 0 && value[0] != '/') {

@@ -103,8 +103,13 @@ static void test_net(void)
 	is_str(err.message, "--net: expected none, allow:HOST[:PORT],... or deny:HOST[:PORT],..., got 'host'",
 	       "  message");
 	is_int(parse(&o, &err, "--net", "deny:x.test", "--", "x", NULL), 0, "deny alone parses");
-	ok(ward_cli_build_policy(&o, &p, &err) < 0 && strstr(err.message, "network.deny"),
+	ok(ward_cli_build_policy(&o, &p, &err) < 0 && strstr(err.message, "deny entries need mode"),
 	   "  but needs an allowlist to build");
+	ward_policy_release(&p);
+	is_int(parse(&o, &err, "--net", "deny:x.test", "--net", "allow:*.test", "--", "x", NULL), 0,
+	       "deny before allow");
+	ok(ward_cli_build_policy(&o, &p, &err) == 0 && p.network.n_deny == 1 && p.network.n_allow == 1,
+	   "  builds: deny lists apply after the rest");
 	ward_policy_release(&p);
 	ward_cli_run_release(&o);
 }

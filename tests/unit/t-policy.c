@@ -1596,13 +1596,18 @@ static void test_net_set(void)
 	ok(ward_policy_validate(&p, &err) == 0, "the result validates");
 	ok(set(&p, "network", "none", "--net") == 0 && p.net == WARD_NET_NONE &&
 	   p.network.n_allow == 0 && p.network.n_deny == 0, "network none empties the lists");
-	ok(set(&p, "network.deny", "x.test", "--net") == 0, "a deny list alone is kept");
+	ok(set(&p, "network.deny", "x.test", "--net") == -EINVAL && p.network.n_deny == 0,
+	   "a deny list without an allowlist is refused");
+	is_str(err.message, "--net: deny entries need mode \"allowlist\" (allow some hosts first; "
+	       "with mode \"none\" the sandbox has no network)", "  message");
+	ok(set(&p, "network", "allowlist", "--net") == 0 && set(&p, "network.deny", "x.test", "--net") == 0 &&
+	   ward_policy_validate(&p, &err) == 0, "  and kept with one");
+	p.network.mode = p.net = WARD_NET_NONE;
 	ok(ward_policy_validate(&p, &err) == -EINVAL &&
 	   strcmp(err.message, "policy: network.deny: entries need mode \"allowlist\" (with mode "
 			       "\"none\" the sandbox has no network)") == 0,
-	   "  but validate refuses it without an allowlist");
-	ok(set(&p, "network", "allowlist", "--net") == 0 && ward_policy_validate(&p, &err) == 0,
-	   "  and passes with one");
+	   "  a hand-filled one under mode none is refused by validate");
+	p.network.mode = p.net = WARD_NET_ALLOWLIST;
 	/* 256 distinct entries at most; a repeat does not count */
 	char list[256 * 12];
 	size_t o = 0;
