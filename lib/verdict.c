@@ -120,6 +120,44 @@ static json_t *text(const struct ward_buffer *b)
 	return s ? s : json_string("");
 }
 
+/* A fixed-size field of the verdict as JSON text: cut at its NUL or its
+ * size, invalid UTF-8 replaced (a host name comes from the sandbox). */
+static json_t *field_text(const char *s, size_t size)
+{
+	struct ward_buffer b = { .data = (char *)s, .len = strnlen(s, size) };
+	return text(&b);
+}
+
+/* "network": present only in allowlist mode (docs/verdict.md). */
+static json_t *network_json(const struct ward_net_usage *n)
+{
+	json_t *o = json_object(), *denied = json_array();
+	if (!o || !denied) {
+		json_decref(o);
+		json_decref(denied);
+		return NULL;
+	}
+	size_t shown = n->n_denied < WARD_NET_DENIED_MAX ? n->n_denied : WARD_NET_DENIED_MAX;
+	for (size_t i = 0; i < shown; i++) {
+		const struct ward_net_denial *d = &n->denied[i];
+		json_t *e = json_object();
+		if (!e)
+			continue;
+		json_object_set_new(e, "host", field_text(d->host, sizeof(d->host)));
+		json_object_set_new(e, "port", json_integer(d->port));
+		json_object_set_new(e, "reason", field_text(d->reason, sizeof(d->reason)));
+		json_array_append_new(denied, e);
+	}
+	json_object_set_new(o, "connections", json_integer((json_int_t)n->connections));
+	json_object_set_new(o, "bytes_out", json_integer((json_int_t)n->bytes_out));
+	json_object_set_new(o, "bytes_in", json_integer((json_int_t)n->bytes_in));
+	json_object_set_new(o, "denied", denied);
+	json_object_set_new(o, "denied_total", json_integer((json_int_t)n->denied_total));
+	if (n->limit)
+		json_object_set_new(o, "limit", json_string(n->limit));
+	return o;
+}
+
 WARD_EXPORT char *ward_verdict_to_json(const struct ward_verdict *v)
 {
 	json_t *o = ward_verdict_to_object(v);
@@ -158,6 +196,8 @@ WARD_EXPORT json_t *ward_verdict_to_object(const struct ward_verdict *v)
 	json_object_set_new(o, "layers", layer_list(v->layers));
 	json_object_set_new(o, "degraded", layer_list(v->degraded));
 	json_object_set_new(o, "sandbox_id", json_string(v->sandbox_id));
+	if (v->network.present)
+		json_object_set_new(o, "network", network_json(&v->network));
 	if (v->setup.message[0]) {
 		json_object_set_new(o, "error", json_pack("{s:s, s:s, s:s, s:s?}",
 			"layer", v->setup.layer, "message", v->setup.message,

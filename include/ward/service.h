@@ -80,8 +80,12 @@ struct ward_service_config {
 	 * forked by the zygote. */
 	struct ward_launcher *launcher;
 	struct ward_zygote *zygote;
-	/* Egress (ward/egress.h): the operator's settings, owned (strings and
-	 * arrays malloc'ed; ward_service_config_release frees them). */
+	/* The egress proxy's operator settings (struct ward_egress_config in
+	 * ward/egress.h), owned by the front end's config and checked there:
+	 * "NAME=ADDR" resolve overrides, CIDRs opened among the refused
+	 * ranges, DNS servers "ADDR[:PORT]", an extra CA file for upstream
+	 * TLS (NULL: none), and the operator's credential rules (at most 32,
+	 * 16 headers each; their values are secrets: never logged). */
 	const char *const *egress_resolve;
 	size_t n_egress_resolve;
 	const char *const *egress_allow_private;

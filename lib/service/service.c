@@ -38,15 +38,33 @@ void ward_service_config_defaults(struct ward_service_config *c)
 	c->pool[WARD_LANG_PYTHON] = 2;
 }
 
-static void free_strings(char **v, size_t n)
+/* The egress settings are owned through const pointers (the proxy reads
+ * them as such). */
+static void free_strv(const char *const *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
+	for (size_t i = 0; v && i < n; i++)
+		free((void *)(uintptr_t)v[i]);
+	free((void *)(uintptr_t)v);
 }
 
 void ward_service_config_release(struct ward_service_config *c)
 {
+	free_strv(c->egress_resolve, c->n_egress_resolve);
+	free_strv(c->egress_allow_private, c->n_egress_allow_private);
+	free_strv(c->egress_dns, c->n_egress_dns);
+	free((void *)(uintptr_t)c->egress_ca);
+	for (size_t i = 0; c->egress_credentials && i < c->n_egress_credentials; i++) {
+		struct ward_egress_credential *r =
+			(struct ward_egress_credential *)(uintptr_t)&c->egress_credentials[i];
+		free(r->name);
+		free(r->host);
+		free(r->path_prefix);
+		for (size_t k = 0; r->headers && k < r->n_headers; k++)
+			if (r->headers[k])
+				explicit_bzero(r->headers[k], strlen(r->headers[k])); /* a secret */
+		free_strv((const char *const *)r->headers, r->n_headers);
+	}
+	free((void *)(uintptr_t)c->egress_credentials);
 	free(c->keys_file);
 	free(c->audit_log);
 	free(c->policy_file);
@@ -54,24 +72,6 @@ void ward_service_config_release(struct ward_service_config *c)
 	free(c->state_dir);
 	json_decref(c->policy);
 	json_decref(c->tenants);
-	free_strings((char **)c->egress_resolve, c->n_egress_resolve);
-	free_strings((char **)c->egress_allow_private, c->n_egress_allow_private);
-	free_strings((char **)c->egress_dns, c->n_egress_dns);
-	free((char *)c->egress_ca);
-	for (size_t i = 0; i < c->n_egress_credentials; i++) {
-		struct ward_egress_credential *k =
-			(struct ward_egress_credential *)&c->egress_credentials[i];
-		free(k->name);
-		free(k->host);
-		free(k->path_prefix);
-		for (size_t j = 0; j < k->n_headers; j++) {
-			/* the secret: wiped before it is freed */
-			sodium_memzero(k->headers[j], strlen(k->headers[j]));
-			free(k->headers[j]);
-		}
-		free(k->headers);
-	}
-	free((void *)c->egress_credentials);
 	memset(c, 0, sizeof(*c));
 }
 

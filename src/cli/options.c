@@ -21,6 +21,9 @@ enum kind {
 	FLAG_CELL,     /* -c CODE: a cell */
 	FLAG_CELLFILE, /* -f FILE: a cell from a file (exec), the tool file (call) */
 	FLAG_FILEIN,   /* --file HOST:PATH */
+	FLAG_NET,      /* --net none | allow:LIST | deny:LIST */
+	FLAG_EGRESS,   /* a repeatable --egress-* setting, checked */
+	FLAG_OWNED,    /* sets an owned string member (once) */
 };
 
 enum { RUN = 1 << WARD_CLI_RUN, EXEC = 1 << WARD_CLI_EXEC, CALL = 1 << WARD_CLI_CALL,
@@ -31,8 +34,10 @@ struct flag {
 	char short_name;      /* 0 if none */
 	enum kind kind;
 	const char *field;    /* FLAG_FIELD: policy field */
-	size_t offset;        /* FLAG_BOOL/FLAG_STRING: member of ward_cli_run */
+	size_t offset;        /* FLAG_BOOL/FLAG_STRING/FLAG_OWNED/FLAG_EGRESS: member of ward_cli_run */
 	unsigned modes;       /* where the flag exists */
+	size_t count;         /* FLAG_EGRESS: the member counting the values */
+	enum ward_net_setting setting;  /* FLAG_EGRESS: how a value is checked */
 };
 
 #define B(member) offsetof(struct ward_cli_run, member)
@@ -58,7 +63,14 @@ static const struct flag flags[] = {
 	{ "--rw", 0, FLAG_FIELD, "mounts.rw", 0, ALL },
 	{ "--env", 'e', FLAG_FIELD, "env", 0, ALL },
 	{ "--workdir", 'w', FLAG_FIELD, "workdir", 0, ALL },
-	{ "--net", 0, FLAG_FIELD, "network", 0, ALL },
+	{ "--net", 0, FLAG_NET, NULL, 0, ALL },
+	{ "--egress-resolve", 0, FLAG_EGRESS, NULL, B(egress_resolve), RUN | EXEC,
+	  B(n_egress_resolve), WARD_NET_SETTING_RESOLVE },
+	{ "--egress-allow-private", 0, FLAG_EGRESS, NULL, B(egress_allow_private), RUN | EXEC,
+	  B(n_egress_allow_private), WARD_NET_SETTING_ALLOW_PRIVATE },
+	{ "--egress-dns", 0, FLAG_EGRESS, NULL, B(egress_dns), RUN | EXEC,
+	  B(n_egress_dns), WARD_NET_SETTING_DNS },
+	{ "--egress-ca", 0, FLAG_OWNED, NULL, B(egress_ca), RUN | EXEC },
 	{ "--json", 0, FLAG_BOOL, NULL, B(json), ALL },
 	{ "--quiet", 'q', FLAG_BOOL, NULL, B(quiet), ALL },
 	{ "--verbose", 'v', FLAG_VERBOSE, NULL, 0, ALL },
@@ -86,7 +98,22 @@ const char ward_cli_run_usage[] =
 	"  --rw HOST[:INSIDE]     bind a host path read-write\n"
 	"  -e, --env NAME=VALUE   set a variable (nothing of the host leaks)\n"
 	"  -w, --workdir DIR      working directory (default /workspace)\n"
-	"  --net none             network mode (only loopback)\n"
+	"  --net none             no network, only loopback (the default)\n"
+	"  --net allow:HOST[:PORT],...\n"
+	"                         reach these hosts through ward's egress proxy\n"
+	"                         (repeatable): HOST, *.DOMAIN, HOST:PORT, HOST:*,\n"
+	"                         a CIDR; ports 80 and 443 unless given\n"
+	"  --net deny:HOST[:PORT],...\n"
+	"                         refuse these even where an allow entry matches\n"
+	"  --egress-resolve NAME=IP\n"
+	"                         the proxy resolves NAME to IP only (repeatable)\n"
+	"  --egress-allow-private CIDR\n"
+	"                         let the proxy reach this private, loopback or\n"
+	"                         link-local range (repeatable; refused otherwise)\n"
+	"  --egress-dns ADDR[:PORT]\n"
+	"                         the proxy's DNS server (repeatable; default: the\n"
+	"                         host's /etc/resolv.conf)\n"
+	"  --egress-ca FILE       extra CA (PEM) trusted for upstream TLS\n"
 	"  -i, --stdin            relay ward's stdin (default /dev/null)\n"
 	"  --json                 print the verdict as one JSON object\n"
 	"  --print-policy         print the effective policy as JSON and exit\n"
@@ -119,20 +146,105 @@ static bool takes_value(const struct flag *f)
 	return f->kind != FLAG_BOOL && f->kind != FLAG_VERBOSE;
 }
 
+/* A policy error (code 0) as a usage error naming the flag. */
+static int usage_error(struct ward_error *err)
+{
+	char msg[WARD_ERROR_MSG_MAX];
+	ward_strlcpy(msg, err->message, sizeof(msg));
+	return ward_error_set(err, EINVAL, "cli", "%s", msg);
+}
+
+static int add_override(struct ward_cli_run *o, const char *field, const char *value,
+			const char *typed, struct ward_error *err)
+{
+	if (o->n_overrides >= WARD_CLI_MAX_OVERRIDES)
+		return ward_error_set(err, E2BIG, "cli", "%s: too many options", typed);
+	o->overrides[o->n_overrides++] = (struct ward_cli_override){ field, value, typed };
+	return 0;
+}
+
+/* "none", "allow:a.test,b.test:8080" or "deny:...": every entry is checked
+ * now, so a typo is reported before anything else happens. */
+static int record_net(struct ward_cli_run *o, const char *value, const char *typed,
+		      struct ward_error *err)
+{
+	static const struct { const char *prefix, *field; } forms[] = {
+		{ "allow:", "network.allow" }, { "deny:", "network.deny" },
+	};
+	if (strcmp(value, "none") == 0)
+		return add_override(o, "network", value, typed, err);
+	for (size_t i = 0; i < ARRAY_SIZE(forms); i++) {
+		size_t n = strlen(forms[i].prefix);
+		if (strncmp(value, forms[i].prefix, n) != 0)
+			continue;
+		for (const char *c = value + n;;) {
+			char entry[320];
+			size_t len = strcspn(c, ",");
+			struct ward_net_rule r;
+			ward_strlcpy(entry, c, len + 1 < sizeof(entry) ? len + 1 : sizeof(entry));
+			if (len >= sizeof(entry))
+				entry[sizeof(entry) - 2] = '?';  /* too long: the parser says so */
+			int rc = ward_net_rule_parse(entry, &r, typed, err);
+			free(r.host);
+			if (rc < 0)
+				return rc == -ENOMEM ? rc : usage_error(err);
+			c += len;
+			if (!*c++)
+				break;
+		}
+		return add_override(o, forms[i].field, value + n, typed, err);
+	}
+	return ward_error_set(err, EINVAL, "cli",
+			      "%s: expected none, allow:HOST[:PORT],... or deny:HOST[:PORT],..., got '%s'",
+			      typed, value);
+}
+
+static int record_egress(struct ward_cli_run *o, const struct flag *f, const char *value,
+			 const char *typed, struct ward_error *err)
+{
+	char ***list = (char ***)(void *)((char *)o + f->offset);
+	size_t *n = (size_t *)(void *)((char *)o + f->count);
+	if (*n >= WARD_CLI_MAX_EGRESS)
+		return ward_error_set(err, E2BIG, "cli", "%s: given more than %d times", typed,
+				      WARD_CLI_MAX_EGRESS);
+	if (ward_net_setting_check(f->setting, value, typed, err) < 0)
+		return usage_error(err);
+	char *copy = strdup(value);
+	char **grown = copy ? realloc(*list, (*n + 1) * sizeof(**list)) : NULL;
+	if (!grown) {
+		free(copy);
+		return ward_error_set(err, ENOMEM, "cli", "out of memory");
+	}
+	grown[(*n)++] = copy;
+	*list = grown;
+	return 0;
+}
+
 static int record(struct ward_cli_run *o, const struct flag *f, const char *value,
 		  const char *typed, struct ward_error *err)
 {
 	switch (f->kind) {
+	case FLAG_NET:
+		return record_net(o, value, typed, err);
+	case FLAG_EGRESS:
+		return record_egress(o, f, value, typed, err);
+	case FLAG_OWNED: {
+		char **slot = (char **)(void *)((char *)o + f->offset);
+		if (*slot)
+			return ward_error_set(err, EINVAL, "cli", "%s: given twice", typed);
+		if (!value[0])
+			return ward_error_set(err, EINVAL, "cli", "%s: expected a file name", typed);
+		if (!(*slot = strdup(value)))
+			return ward_error_set(err, ENOMEM, "cli", "out of memory");
+		return 0;
+	}
 	case FLAG_POLICY:
 		if (o->policy_file)
 			return ward_error_set(err, EINVAL, "cli", "%s: given twice", typed);
 		o->policy_file = value;
 		return 0;
 	case FLAG_FIELD:
-		if (o->n_overrides >= WARD_CLI_MAX_OVERRIDES)
-			return ward_error_set(err, E2BIG, "cli", "%s: too many options", typed);
-		o->overrides[o->n_overrides++] = (struct ward_cli_override){ f->field, value, typed };
-		return 0;
+		return add_override(o, f->field, value, typed, err);
 	case FLAG_BOOL:
 		*(bool *)((char *)o + f->offset) = true;
 		return 0;
@@ -207,6 +319,24 @@ static int parse_one(int argc, char **argv, int i, struct ward_cli_run *o, struc
 		return record(o, f, argv[i + 1], f->name, err) < 0 ? -EINVAL : 2;
 	}
 	return 1;
+}
+
+static void free_list(char ***list, size_t *n)
+{
+	for (size_t i = 0; *list && i < *n; i++)
+		free((*list)[i]);
+	free(*list);
+	*list = NULL;
+	*n = 0;
+}
+
+void ward_cli_run_release(struct ward_cli_run *o)
+{
+	free_list(&o->egress_resolve, &o->n_egress_resolve);
+	free_list(&o->egress_allow_private, &o->n_egress_allow_private);
+	free_list(&o->egress_dns, &o->n_egress_dns);
+	free(o->egress_ca);
+	o->egress_ca = NULL;
 }
 
 int ward_cli_parse_run(int argc, char **argv, struct ward_cli_run *o, struct ward_error *err)
@@ -392,8 +522,12 @@ int ward_cli_build_policy(const struct ward_cli_run *o, struct ward_policy *p,
 		if (r < 0)
 			return r;
 	}
-	for (size_t i = 0; i < o->n_overrides; i++) {
-		const struct ward_cli_override *ov = &o->overrides[i];
+	/* two passes: --net deny: lists after the rest, so that they may come
+	 * before the --net allow: that makes the allowlist they belong to */
+	for (size_t k = 0; k < 2 * o->n_overrides; k++) {
+		const struct ward_cli_override *ov = &o->overrides[k % o->n_overrides];
+		if ((strcmp(ov->field, "network.deny") == 0) != (k >= o->n_overrides))
+			continue;
 		char abs[PATH_MAX + 2048];
 		const char *value = ov->value;
 		if (strncmp(ov->field, "mounts.", 7) == 0 && value[0] != '/') {

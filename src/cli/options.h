@@ -11,7 +11,8 @@
 #include "ward/policy.h"
 #include "ward/verdict.h"
 
-enum { WARD_CLI_MAX_OVERRIDES = 128, WARD_CLI_MAX_CELLS = 64, WARD_CLI_MAX_FILES = 64 };
+enum { WARD_CLI_MAX_OVERRIDES = 128, WARD_CLI_MAX_CELLS = 64, WARD_CLI_MAX_FILES = 64,
+       WARD_CLI_MAX_EGRESS = 64 /* values of each repeatable --egress-* flag */ };
 
 enum ward_cli_mode { WARD_CLI_RUN, WARD_CLI_EXEC, WARD_CLI_CALL };
 
@@ -50,13 +51,32 @@ struct ward_cli_run {
 	const char *function;
 	const char *args;
 	bool keep_going;         /* exec: run later cells after an error */
+	/* run and exec: the egress proxy's operator settings (ward/egress.h),
+	 * checked when parsed (ward_net_setting_check); owned copies, freed by
+	 * ward_cli_run_release. --egress-resolve NAME=ADDR,
+	 * --egress-allow-private CIDR, --egress-dns ADDR[:PORT] (each
+	 * repeatable, in the order given), --egress-ca FILE (not read here). */
+	char **egress_resolve;
+	size_t n_egress_resolve;
+	char **egress_allow_private;
+	size_t n_egress_allow_private;
+	char **egress_dns;
+	size_t n_egress_dns;
+	char *egress_ca;
 };
 
-/* Parses argv (argv[0] is the subcommand). Returns 0 or -EINVAL with err
- * naming the flag. No I/O. */
+/* Parses argv (argv[0] is the subcommand) into *o (cleared first: release
+ * an earlier parse before). Returns 0, -EINVAL (or -E2BIG) with err naming
+ * the flag, or -ENOMEM. No I/O. Call ward_cli_run_release afterwards, also
+ * on failure. `--net none`, `--net allow:HOST[:PORT],...` and
+ * `--net deny:...` become overrides of "network", "network.allow" and
+ * "network.deny", each entry checked here. */
 int ward_cli_parse(enum ward_cli_mode mode, int argc, char **argv, struct ward_cli_run *o,
 		   struct ward_error *err);
 int ward_cli_parse_run(int argc, char **argv, struct ward_cli_run *o, struct ward_error *err);
+/* Frees what parsing allocated (the --egress-* values); *o may be parsed
+ * again afterwards. */
+void ward_cli_run_release(struct ward_cli_run *o);
 
 /* Builds the effective policy: defaults, then o->policy_file (read here),
  * then the flags in order. Returns 0 or -errno with err naming the field. */

@@ -14,10 +14,16 @@
 
 #include "base/util.h"
 #include "daemon.h"
+#include "ward/egress.h"
 #include "ward/kernel.h"
 #include "ward/policy.h"
 
-enum kind { K_STR, K_SIZE, K_DUR, K_BOOL, K_UINT, K_POOL };
+/* K_LIST: a repeatable flag, an array of strings in the file. */
+enum kind { K_STR, K_SIZE, K_DUR, K_BOOL, K_UINT, K_POOL, K_LIST };
+
+/* Values of each K_LIST setting; credential rules and their headers. */
+enum { LIST_MAX = 64, CRED_MAX = 32, CRED_HEADERS_MAX = 16, CRED_NAME_MAX = 64,
+       CRED_PATH_MAX = 1024, HEADER_NAME_MAX = 128, HEADER_VALUE_MAX = 8192 };
 
 /* The most kernels one language's pool may hold. */
 enum { POOL_MAX_PER_LANG = 64 };
@@ -27,9 +33,14 @@ struct setting {
 	enum kind kind;
 	size_t off;
 	const char *help;
+	size_t off_n;                   /* K_LIST: the count */
+	enum ward_net_setting check;    /* K_LIST: how a value is checked */
 };
 
 #define S(name, kind, field, help) { name, kind, offsetof(struct srv_config, field), help }
+#define L(name, field, check, help)                                                     \
+	{ name, K_LIST, offsetof(struct srv_config, core.field), help,                   \
+	  offsetof(struct srv_config, core.n_##field), check }
 static const struct setting settings[] = {
 	S("socket", K_STR, socket, "unix socket path (\"none\": no unix socket)"),
 	S("listen", K_STR, listen, "also listen on TCP, 127.0.0.1:PORT"),
@@ -60,8 +71,13 @@ static const struct setting settings[] = {
 	S("max-unauthenticated", K_UINT, max_unauthenticated, "connections without a valid key yet; the oldest is closed past it (default 64)"),
 	S("header-timeout", K_DUR, header_timeout_ms, "a connection must authenticate within it (default 10s)"),
 	S("idle-timeout", K_DUR, idle_timeout_ms, "an idle connection is closed after it (default 60s)"),
+	L("egress-resolve", egress_resolve, WARD_NET_SETTING_RESOLVE, "NAME=IP: the egress proxy resolves NAME to IP only (repeatable)"),
+	L("egress-allow-private", egress_allow_private, WARD_NET_SETTING_ALLOW_PRIVATE, "CIDR: a private, loopback or link-local range the egress proxy may reach (repeatable)"),
+	L("egress-dns", egress_dns, WARD_NET_SETTING_DNS, "ADDR[:PORT]: the egress proxy's DNS server (repeatable; default: /etc/resolv.conf)"),
+	S("egress-ca", K_STR, core.egress_ca, "extra CA file (PEM) the egress proxy trusts for upstream TLS"),
 };
 #undef S
+#undef L
 
 void srv_config_defaults(struct srv_config *c)
 {
@@ -76,11 +92,42 @@ void srv_config_defaults(struct srv_config *c)
 	c->idle_timeout_ms = 60000;
 }
 
+static void release_egress_credentials(struct ward_service_config *core)
+{
+	struct ward_service_config egress = { 0 };
+	egress.egress_credentials = core->egress_credentials;
+	egress.n_egress_credentials = core->n_egress_credentials;
+	ward_service_config_release(&egress);
+	core->egress_credentials = NULL;
+	core->n_egress_credentials = 0;
+}
+
+/* The egress settings are freed by the core's release, which owns them
+ * once the core has taken the config over. */
+static void release_egress(struct ward_service_config *core)
+{
+	struct ward_service_config egress = { 0 };
+	egress.egress_resolve = core->egress_resolve;
+	egress.n_egress_resolve = core->n_egress_resolve;
+	egress.egress_allow_private = core->egress_allow_private;
+	egress.n_egress_allow_private = core->n_egress_allow_private;
+	egress.egress_dns = core->egress_dns;
+	egress.n_egress_dns = core->n_egress_dns;
+	egress.egress_credentials = core->egress_credentials;
+	egress.n_egress_credentials = core->n_egress_credentials;
+	ward_service_config_release(&egress);
+	core->egress_resolve = core->egress_allow_private = core->egress_dns = NULL;
+	core->n_egress_resolve = core->n_egress_allow_private = core->n_egress_dns = 0;
+	core->egress_credentials = NULL;
+	core->n_egress_credentials = 0;
+}
+
 void srv_config_release(struct srv_config *c)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(settings); i++)
 		if (settings[i].kind == K_STR)
 			free(*(char **)((char *)c + settings[i].off));
+	release_egress(&c->core);
 	json_decref(c->core.policy);
 	json_decref(c->core.tenants);
 	memset(c, 0, sizeof(*c));
@@ -126,6 +173,52 @@ bad:
 	return -1;
 }
 
+static const char *const **list_slot(struct srv_config *c, const struct setting *st,
+				     size_t **n)
+{
+	*n = (size_t *)(void *)((char *)c + st->off_n);
+	return (const char *const **)(void *)((char *)c + st->off);
+}
+
+static void list_clear(struct srv_config *c, const struct setting *st)
+{
+	size_t *n;
+	const char *const **slot = list_slot(c, st, &n);
+	for (size_t i = 0; *slot && i < *n; i++)
+		free((void *)(uintptr_t)(*slot)[i]);
+	free((void *)(uintptr_t)*slot);
+	*slot = NULL;
+	*n = 0;
+}
+
+/* One value of a K_LIST setting, checked, appended. where: "--egress-dns"
+ * or "ward.json: egress-dns[1]". */
+static int list_add(struct srv_config *c, const struct setting *st, const char *v,
+		    const char *where)
+{
+	struct ward_error err;
+	size_t *n;
+	const char *const **slot = list_slot(c, st, &n);
+	if (*n >= LIST_MAX) {
+		fprintf(stderr, "ward: error: %s: at most %d values\n", where, LIST_MAX);
+		return -1;
+	}
+	if (ward_net_setting_check(st->check, v, where, &err) < 0) {
+		fprintf(stderr, "ward: error: %s\n", err.message);
+		return -1;
+	}
+	char *d = strdup(v);
+	const char **grown = d ? realloc((void *)(uintptr_t)*slot, (*n + 1) * sizeof(*grown)) : NULL;
+	if (!grown) {
+		free(d);
+		fprintf(stderr, "ward: error: %s: out of memory\n", where);
+		return -1;
+	}
+	grown[(*n)++] = d;
+	*slot = grown;
+	return 0;
+}
+
 /* Sets one value given as a string (flags, and string values in the file). */
 static int set_string(struct srv_config *c, const struct setting *st, const char *v,
 		      const char *origin)
@@ -168,6 +261,11 @@ static int set_string(struct srv_config *c, const struct setting *st, const char
 		return -1;
 	case K_POOL:
 		return set_pool((uint64_t *)p, v, origin);
+	case K_LIST: {
+		char where[4200];
+		snprintf(where, sizeof(where), "%s%s", origin, st->name);
+		return list_add(c, st, v, where);
+	}
 	case K_UINT:
 		errno = 0;
 		n = strtoull(v, &end, 10);
@@ -188,6 +286,27 @@ static int set_json(struct srv_config *c, const struct setting *st, json_t *v, c
 {
 	char origin[4200], num[64];
 	snprintf(origin, sizeof(origin), "%s: ", file);
+	if (st->kind == K_LIST) {
+		/* an array of strings, in order */
+		size_t i;
+		json_t *e;
+		if (!json_is_array(v)) {
+			fprintf(stderr, "ward: error: %s: %s: expected an array of strings\n", file,
+				st->name);
+			return -1;
+		}
+		json_array_foreach(v, i, e) {
+			char where[4200];
+			snprintf(where, sizeof(where), "%s: %s[%zu]", file, st->name, i);
+			if (!json_is_string(e)) {
+				fprintf(stderr, "ward: error: %s: expected a string\n", where);
+				return -1;
+			}
+			if (list_add(c, st, json_string_value(e), where) < 0)
+				return -1;
+		}
+		return 0;
+	}
 	if (json_is_string(v))
 		return set_string(c, st, json_string_value(v), origin);
 	if (st->kind == K_POOL && json_is_object(v)) {
@@ -257,6 +376,187 @@ static int check_tenants(json_t *t, const char *file)
 	return 0;
 }
 
+/* --- egress_credentials: [{name, host, path_prefix, headers: {Name: value}}]
+ * Header values are secrets: no message below ever shows one. */
+
+static bool cred_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > CRED_NAME_MAX)
+		return false;
+	for (const char *c = s; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || strchr("_.-", *c)))
+			return false;
+	return true;
+}
+
+/* RFC 9110 token */
+static bool header_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > HEADER_NAME_MAX)
+		return false;
+	for (const char *c = s; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || strchr("!#$%&'*+-.^_`|~", *c)))
+			return false;
+	return true;
+}
+
+static bool path_prefix_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (s[0] != '/' || n > CRED_PATH_MAX)
+		return false;
+	for (const char *c = s; *c; c++)
+		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f)
+			return false;
+	return true;
+}
+
+/* A host as a rule names one: "api.example.com" or "*.example.com". */
+static int cred_host(const char *v, const char *where)
+{
+	struct ward_error err;
+	struct ward_net_rule r;
+	int rc = ward_net_rule_parse(v, &r, where, &err);
+	bool ok = rc == 0 && r.kind != WARD_NET_RULE_CIDR && !r.port && !r.any_port;
+	free(r.host);
+	if (rc < 0)
+		fprintf(stderr, "ward: error: %s\n", err.message);
+	else if (!ok)
+		fprintf(stderr, "ward: error: %s: expected a host name or *.domain, without a port, got '%s'\n",
+			where, v);
+	return rc < 0 || !ok ? -1 : 0;
+}
+
+static int cred_headers(struct ward_egress_credential *r, json_t *h, const char *where)
+{
+	const char *name;
+	json_t *v;
+	char sub[4600];
+	if (!json_is_object(h) || json_object_size(h) == 0 ||
+	    json_object_size(h) > CRED_HEADERS_MAX) {
+		fprintf(stderr, "ward: error: %s: expected an object of 1 to %d \"Name\": \"value\" headers\n",
+			where, CRED_HEADERS_MAX);
+		return -1;
+	}
+	if (!(r->headers = calloc(json_object_size(h), sizeof(*r->headers))))
+		return -1;
+	json_object_foreach(h, name, v) {
+		snprintf(sub, sizeof(sub), "%s.%.128s", where, name);
+		if (!header_name_ok(name)) {
+			fprintf(stderr, "ward: error: %s: a header name is a token (letters, digits and !#$%%&'*+-.^_`|~)\n",
+				where);
+			return -1;
+		}
+		for (size_t k = 0; k < r->n_headers; k++)
+			if (strncasecmp(r->headers[k], name, strlen(name)) == 0 &&
+			    r->headers[k][strlen(name)] == ':') {
+				fprintf(stderr, "ward: error: %s: given twice (header names ignore case)\n", sub);
+				return -1;
+			}
+		/* the value is never shown, only what is wrong with it */
+		const char *val = json_string_value(v);
+		size_t len = val ? json_string_length(v) : 0;
+		if (!val || len != strlen(val) || strpbrk(val, "\r\n") || len > HEADER_VALUE_MAX) {
+			fprintf(stderr, "ward: error: %s: expected a string of at most %d bytes without CR, LF or NUL (the value is not shown)\n",
+				sub, HEADER_VALUE_MAX);
+			return -1;
+		}
+		size_t n = strlen(name) + 2 + len + 1;
+		char *line = malloc(n);
+		if (!line)
+			return -1;
+		snprintf(line, n, "%s: %s", name, val);
+		r->headers[r->n_headers++] = line;
+	}
+	return 0;
+}
+
+static int cred_rule(struct ward_egress_credential *r, json_t *o, const char *where)
+{
+	static const char *const known[] = { "name", "host", "path_prefix", "headers" };
+	const char *key;
+	json_t *v;
+	char sub[4400];
+	if (!json_is_object(o)) {
+		fprintf(stderr, "ward: error: %s: expected an object {name, host, path_prefix, headers}\n", where);
+		return -1;
+	}
+	json_object_foreach(o, key, v) {
+		size_t i = 0;
+		while (i < ARRAY_SIZE(known) && strcmp(key, known[i]) != 0)
+			i++;
+		snprintf(sub, sizeof(sub), "%s.%.64s", where, key);
+		if (i == ARRAY_SIZE(known)) {
+			fprintf(stderr, "ward: error: %s: unknown key (known: name, host, path_prefix, headers)\n", sub);
+			return -1;
+		}
+		if (i < 3 && !json_is_string(v)) {
+			fprintf(stderr, "ward: error: %s: expected a string\n", sub);
+			return -1;
+		}
+	}
+	const char *name = json_string_value(json_object_get(o, "name"));
+	const char *host = json_string_value(json_object_get(o, "host"));
+	const char *prefix = json_string_value(json_object_get(o, "path_prefix"));
+	snprintf(sub, sizeof(sub), "%s.name", where);
+	if (!name || !cred_name_ok(name)) {
+		fprintf(stderr, "ward: error: %s: expected 1 to %d of a-z, 0-9, '_', '.' and '-'\n", sub,
+			CRED_NAME_MAX);
+		return -1;
+	}
+	snprintf(sub, sizeof(sub), "%s.host", where);
+	if (!host) {
+		fprintf(stderr, "ward: error: %s: missing\n", sub);
+		return -1;
+	}
+	if (cred_host(host, sub) < 0)
+		return -1;
+	snprintf(sub, sizeof(sub), "%s.path_prefix", where);
+	if (prefix && !path_prefix_ok(prefix)) {
+		fprintf(stderr, "ward: error: %s: expected a path starting with '/', without spaces or control characters, at most %d bytes\n",
+			sub, CRED_PATH_MAX);
+		return -1;
+	}
+	if (!(r->name = strdup(name)) || !(r->host = strdup(host)) ||
+	    (prefix && !(r->path_prefix = strdup(prefix))))
+		return -1;
+	snprintf(sub, sizeof(sub), "%s.headers", where);
+	return cred_headers(r, json_object_get(o, "headers") ? json_object_get(o, "headers") : json_null(), sub);
+}
+
+static int load_credentials(struct srv_config *c, json_t *a, const char *file)
+{
+	size_t i;
+	json_t *o;
+	char where[4200];
+	if (!json_is_array(a) || json_array_size(a) > CRED_MAX) {
+		fprintf(stderr, "ward: error: %s: egress_credentials: expected an array of at most %d rules\n",
+			file, CRED_MAX);
+		return -1;
+	}
+	struct ward_egress_credential *rules = calloc(json_array_size(a) + 1, sizeof(*rules));
+	if (!rules)
+		return -1;
+	release_egress_credentials(&c->core);
+	c->core.egress_credentials = rules;
+	json_array_foreach(a, i, o) {
+		snprintf(where, sizeof(where), "%s: egress_credentials[%zu]", file, i);
+		c->core.n_egress_credentials = i + 1;  /* released with what it holds so far */
+		if (cred_rule(&rules[i], o, where) < 0)
+			return -1;
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(rules[k].name, rules[i].name) == 0) {
+				fprintf(stderr, "ward: error: %s.name: '%s' is also the name of rule %zu\n",
+					where, rules[i].name, k);
+				return -1;
+			}
+	}
+	return 0;
+}
+
 static int load_file(struct srv_config *c, const char *path)
 {
 	json_error_t je;
@@ -265,6 +565,11 @@ static int load_file(struct srv_config *c, const char *path)
 		enum json_error_code jc = json_error_code(&je);
 		/* jansson's own text names its flag (JSON_ALLOW_NUL) here */
 		bool nul = jc == json_error_null_character || jc == json_error_null_byte_in_key;
+		/* jansson quotes the text near the error, which may be a secret
+		 * (a credential's header value): the position says enough */
+		char *near = strstr(je.text, " near '");
+		if (near)
+			*near = '\0';
 		fprintf(stderr, "ward: error: %s:%d:%d: %s\n", path, je.line, je.column,
 			nul ? "strings must not contain \\u0000" : je.text);
 		return -1;
@@ -282,6 +587,10 @@ static int load_file(struct srv_config *c, const char *path)
 		if (strcmp(key, "policy") == 0 && json_is_object(v)) {
 			json_decref(c->core.policy);
 			c->core.policy = json_incref(v);
+			continue;
+		}
+		if (strcmp(key, "egress_credentials") == 0 || strcmp(key, "egress-credentials") == 0) {
+			r = load_credentials(c, v, path);
 			continue;
 		}
 		if (strcmp(key, "tenants") == 0) {
@@ -347,6 +656,7 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
 		if (strncmp(a, "--config=", 9) == 0 && load_file(c, a + 9) < 0)
 			return -1;
 	}
+	bool flag_lists[ARRAY_SIZE(settings)] = { false };
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
@@ -378,6 +688,12 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
 		}
 		if (!st)
 			continue;
+		/* a list flag replaces the file's list, and its repeats add */
+		size_t idx = (size_t)(st - settings);
+		if (st->kind == K_LIST && !flag_lists[idx]) {
+			list_clear(c, st);
+			flag_lists[idx] = true;
+		}
 		if (set_string(c, st, v, "--") < 0)
 			return -1;
 	}

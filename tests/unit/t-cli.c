@@ -24,6 +24,7 @@ static int parse(struct ward_cli_run *o, struct ward_error *err, const char *fir
 	static char *saved[64];
 	memcpy(saved, argv, sizeof(argv));
 	ward_error_clear(err);
+	ward_cli_run_release(o);
 	return ward_cli_parse_run(argc, saved, o, err);
 }
 
@@ -66,6 +67,109 @@ static void test_parse(void)
 	is_str(o.overrides[0].field, "mounts.ro", "--ro");
 	is_str(o.overrides[1].field, "mounts.rw", "--rw");
 	is_str(o.overrides[2].field, "network", "--net");
+	ward_cli_run_release(&o);
+}
+
+static void test_net(void)
+{
+	static struct ward_cli_run o;
+	struct ward_error err;
+	struct ward_policy p;
+
+	is_int(parse(&o, &err, "--net", "allow:pypi.test,*.example.test:*", "--net=allow:[::1]:8080",
+		     "--net", "deny:bad.example.test", "--", "x", NULL), 0, "--net allow and deny");
+	is_int(o.n_overrides, 3, "  three overrides");
+	is_str(o.overrides[0].field, "network.allow", "  allow: sets network.allow");
+	is_str(o.overrides[0].value, "pypi.test,*.example.test:*", "  with the list");
+	is_str(o.overrides[2].field, "network.deny", "  deny: sets network.deny");
+	is_int(ward_cli_build_policy(&o, &p, &err), 0, "  the policy builds");
+	ok(p.net == WARD_NET_ALLOWLIST && p.network.n_allow == 3 && p.network.n_deny == 1,
+	   "  an allowlist of three, one deny entry");
+	ward_policy_release(&p);
+	is_int(parse(&o, &err, "--net", "allow:a.test", "--net", "none", "--", "x", NULL), 0,
+	       "--net none after an allow");
+	is_int(ward_cli_build_policy(&o, &p, &err), 0, "  builds");
+	ok(p.net == WARD_NET_NONE && p.network.n_allow == 0, "  the last one wins: no network");
+	ward_policy_release(&p);
+	is_int(parse(&o, &err, "--net", "allow:ok.test,a b", "--", "x", NULL), -EINVAL,
+	       "a bad entry is refused when parsed");
+	is_str(err.message, "--net: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got \"a b\"",
+	       "  naming the flag and the entry");
+	ok(strcmp(err.layer, "cli") == 0 && err.code == EINVAL, "  as a usage error");
+	is_int(parse(&o, &err, "--net", "allow:127.1", "--", "x", NULL), -EINVAL, "an address as a name");
+	has_str(err.message, "write it as a CIDR", "  says how to write it");
+	is_int(parse(&o, &err, "--net", "allow:", "--", "x", NULL), -EINVAL, "an empty list");
+	is_int(parse(&o, &err, "--net", "host", "--", "x", NULL), -EINVAL, "an unknown form");
+	is_str(err.message, "--net: expected none, allow:HOST[:PORT],... or deny:HOST[:PORT],..., got 'host'",
+	       "  message");
+	is_int(parse(&o, &err, "--net", "deny:x.test", "--", "x", NULL), 0, "deny alone parses");
+	ok(ward_cli_build_policy(&o, &p, &err) < 0 && strstr(err.message, "deny entries need mode"),
+	   "  but needs an allowlist to build");
+	ward_policy_release(&p);
+	is_int(parse(&o, &err, "--net", "deny:x.test", "--net", "allow:*.test", "--", "x", NULL), 0,
+	       "deny before allow");
+	ok(ward_cli_build_policy(&o, &p, &err) == 0 && p.network.n_deny == 1 && p.network.n_allow == 1,
+	   "  builds: deny lists apply after the rest");
+	ward_policy_release(&p);
+	ward_cli_run_release(&o);
+}
+
+static void test_egress(void)
+{
+	static struct ward_cli_run o;
+	struct ward_error err;
+
+	is_int(parse(&o, &err, "--egress-resolve", "pypi.test=127.0.0.1", "--egress-resolve=b.test=::1",
+		     "--egress-allow-private", "127.0.0.0/8", "--egress-dns", "127.0.0.1:5353",
+		     "--egress-dns", "[::1]:53", "--egress-ca", "/etc/ca.pem", "--", "x", NULL), 0,
+	       "the --egress-* flags");
+	ok(o.n_egress_resolve == 2 && strcmp(o.egress_resolve[0], "pypi.test=127.0.0.1") == 0 &&
+	   strcmp(o.egress_resolve[1], "b.test=::1") == 0, "  --egress-resolve twice, in order");
+	ok(o.n_egress_allow_private == 1 && strcmp(o.egress_allow_private[0], "127.0.0.0/8") == 0,
+	   "  --egress-allow-private");
+	ok(o.n_egress_dns == 2 && strcmp(o.egress_dns[1], "[::1]:53") == 0, "  --egress-dns");
+	is_str(o.egress_ca, "/etc/ca.pem", "  --egress-ca");
+	is_int(o.n_overrides, 0, "  none of them is a policy field");
+	is_int(parse(&o, &err, "--egress-resolve", "pypi.test", "--", "x", NULL), -EINVAL,
+	       "NAME without =IP");
+	is_str(err.message, "--egress-resolve: expected NAME=ADDRESS (an IPv4 or IPv6 address), got \"pypi.test\"",
+	       "  message names the flag");
+	is_int(parse(&o, &err, "--egress-resolve", "0x7f000001=127.0.0.1", "--", "x", NULL), -EINVAL,
+	       "an address as the NAME");
+	is_int(parse(&o, &err, "--egress-resolve", "a.test=127.1", "--", "x", NULL), -EINVAL,
+	       "a loose spelling as the IP");
+	is_int(parse(&o, &err, "--egress-allow-private", "10.1.2.3/8", "--", "x", NULL), -EINVAL,
+	       "a CIDR with host bits");
+	is_str(err.message, "--egress-allow-private: \"10.1.2.3/8\" has host bits set beyond the /8 "
+	       "prefix; did you mean \"10.0.0.0/8\"?", "  message");
+	is_int(parse(&o, &err, "--egress-allow-private", "lan.test", "--", "x", NULL), -EINVAL,
+	       "a name where a CIDR belongs");
+	is_int(parse(&o, &err, "--egress-dns", "127.0.0.1:0", "--", "x", NULL), -EINVAL, "port 0");
+	is_int(parse(&o, &err, "--egress-dns", "dns.test", "--", "x", NULL), -EINVAL, "a name");
+	has_str(err.message, "--egress-dns: expected ADDRESS or ADDRESS:PORT", "  message");
+	is_int(parse(&o, &err, "--egress-ca", "a", "--egress-ca", "b", "--", "x", NULL), -EINVAL,
+	       "--egress-ca twice");
+	is_int(parse(&o, &err, "--egress-ca", "", "--", "x", NULL), -EINVAL, "--egress-ca empty");
+	char *argv[2 + 2 * 70];
+	int argc = 0;
+	argv[argc++] = (char *)"run";
+	for (int i = 0; i < 65; i++) {
+		argv[argc++] = (char *)"--egress-dns";
+		argv[argc++] = (char *)"127.0.0.1";
+	}
+	argv[argc++] = (char *)"x";
+	ward_cli_run_release(&o);
+	is_int(ward_cli_parse_run(argc, argv, &o, &err), -EINVAL, "the 65th --egress-dns is refused");
+	is_str(err.message, "--egress-dns: given more than 64 times", "  message");
+	ward_cli_run_release(&o);
+	ok(o.egress_dns == NULL && o.n_egress_dns == 0 && o.egress_ca == NULL, "release empties");
+	char *exec_argv[] = { (char *)"exec", (char *)"--egress-dns", (char *)"127.0.0.1",
+			      (char *)"-l", (char *)"python", (char *)"-c", (char *)"1", NULL };
+	is_int(ward_cli_parse(WARD_CLI_EXEC, 7, exec_argv, &o, &err), 0, "exec takes them too");
+	ward_cli_run_release(&o);
+	char *call_argv[] = { (char *)"call", (char *)"--egress-dns", (char *)"127.0.0.1", NULL };
+	is_int(ward_cli_parse(WARD_CLI_CALL, 3, call_argv, &o, &err), -EINVAL, "call does not");
+	ward_cli_run_release(&o);
 }
 
 static void test_build(void)
@@ -109,5 +213,7 @@ int main(void)
 {
 	test_parse();
 	test_build();
+	test_net();
+	test_egress();
 	return tap_done();
 }

@@ -3,10 +3,12 @@
  * makes (unchanged on error, to_json round trip). Pure memory; runs in
  * milliseconds.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <jansson.h>
 
@@ -349,7 +351,9 @@ static void test_unknown_keys(void)
 	json_fails("{\"mounts\": [{\"host\": \"/a\", \"hots\": \"/b\"}]}",
 		   "policy.json: mounts[0].hots: unknown field");
 	is_str(err.hint, "known fields: host, inside, writable", "  hint for mounts");
-	json_fails("{\"network\": {\"allow\": []}}", "policy.json: network.allow: unknown field");
+	json_fails("{\"network\": {\"alow\": []}}", "policy.json: network.alow: unknown field");
+	is_str(err.hint, "known fields: mode, allow, deny, max_connections, max_bytes_out, "
+	       "max_bytes_in", "  hint for network");
 	json_fails("{\"user\": {\"uid\": 0}}", "policy.json: user.uid: unknown field");
 	json_fails("{\"cgroup\": {\"path\": \"/x\"}}", "policy.json: cgroup.path: unknown field");
 	json_fails("{\"a\\u0001b\": 1}", "policy.json: a?b: unknown field");
@@ -577,9 +581,9 @@ static void test_strings(void)
 #undef HN
 	json_fails("{\"image\": \"debian\"}", "policy.json: image: expected one of \"host\", got \"debian\"");
 	json_fails("{\"network\": {\"mode\": \"host\"}}",
-		   "policy.json: network.mode: expected one of \"none\", got \"host\"");
+		   "policy.json: network.mode: expected one of \"none\", \"allowlist\", got \"host\"");
 	json_fails("{\"network\": \"none\"}", "policy.json: network: expected an object, got \"none\"");
-	set_fails("network", "bridge", "--net", "--net: expected one of \"none\", got \"bridge\"");
+	set_fails("network", "bridge", "--net", "--net: expected one of \"none\", \"allowlist\", got \"bridge\"");
 }
 
 static void test_bools(void)
@@ -1144,7 +1148,10 @@ static void tighten_base(struct ward_policy *b)
 	ok(load(b, "{\"limits\": {\"cpus\": 0.25, \"cpu_time\": \"10s\", \"file_size\": \"8M\"},"
 		   " \"mounts\": [{\"host\": \"/usr/share\", \"inside\": \"/data\"}],"
 		   " \"env\": {\"PROXY\": \"http://10.0.0.1\"}, \"cgroup\": {\"required\": true},"
-		   " \"lint\": {\"deny_imports\": [\"socket\"]}}") == 0, "the operator's policy loads");
+		   " \"lint\": {\"deny_imports\": [\"socket\"]},"
+		   " \"network\": {\"allow\": [\"pypi.test\", \"*.example.test:*\", \"10.0.0.0/8\"],"
+		   " \"deny\": [\"bad.example.test\"], \"max_connections\": 16,"
+		   " \"max_bytes_out\": \"100M\"}}") == 0, "the operator's policy loads");
 }
 
 static int tighter(const struct ward_policy *b, const struct ward_policy *p)
@@ -1205,7 +1212,7 @@ typedef void (*loosen_fn)(struct ward_policy *p);
 static void l_mounts(struct ward_policy *p) { p->binds[0].writable = true; }
 static void l_env(struct ward_policy *p) { ward_policy_set(p, "env.unset", "PROXY", NULL, &err); }
 static void l_image(struct ward_policy *p) { free(p->image); p->image = strdup("other"); }
-static void l_network(struct ward_policy *p) { p->net = (enum ward_net_mode)1; }
+static void l_network(struct ward_policy *p) { ward_policy_set(p, "network.allow", "evil.test", NULL, &err); }
 static void l_root(struct ward_policy *p) { p->root_inside = true; }
 static void l_cgroup(struct ward_policy *p) { p->require_cgroup = false; }
 static void l_degraded(struct ward_policy *p) { p->allow_degrade |= 1u << WARD_LAYER_LANDLOCK; }
@@ -1230,7 +1237,7 @@ static const struct {
 	{ "workdir", NULL, f_workdir },
 	{ "hostname", NULL, f_hostname },
 	{ "image", "image", l_image },
-	{ "network.mode", "network.mode", l_network },
+	{ "network", "network.allow[3]", l_network },
 	{ "user.root", "user.root", l_root },
 	{ "cgroup.required", "cgroup.required", l_cgroup },
 	{ "allow_degraded", "allow_degraded", l_degraded },
@@ -1278,6 +1285,575 @@ static void test_tighten_members(void)
 	   strstr(err.message, "may not be changed"), "an operator's variable changed is refused");
 	ward_policy_release(&p);
 	ward_policy_release(&b);
+}
+
+/* --- network: entries, the object, its order --- */
+
+/* text -> canonical text (NULL: the same), or the error message. */
+static const struct {
+	const char *in, *out, *error;
+} rule_cases[] = {
+	{ "example.com", NULL, NULL },
+	{ "Example.COM.", "example.com", NULL },
+	{ "*.example.com", NULL, NULL },
+	{ "*.Example.com.:443", "*.example.com:443", NULL },
+	{ "example.com:8443", NULL, NULL },
+	{ "example.com:*", NULL, NULL },
+	{ "xn--bcher-kva.example", NULL, NULL },
+	{ "a-b.c0", NULL, NULL },
+	{ "10.0.0.0/8", NULL, NULL },
+	{ "10.1.2.3", NULL, NULL },
+	{ "10.1.2.3/32", "10.1.2.3", NULL },
+	{ "10.0.0.0/8:5432", NULL, NULL },
+	{ "0.0.0.0/0:*", NULL, NULL },
+	{ "2001:db8::/32", NULL, NULL },
+	{ "2001:DB8::1", "2001:db8::1", NULL },
+	{ "2001:db8::1/128", "2001:db8::1", NULL },
+	{ "[2001:db8::1]:443", NULL, NULL },
+	{ "[2001:db8::]/32:443", NULL, NULL },
+	{ "[2001:db8::1]", "2001:db8::1", NULL },
+	{ "[2001:db8::]/32:*", NULL, NULL },
+	{ "2001:db8::/32:443", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
+				     "\"2001:db8::/32:443\": an IPv6 address with a port needs "
+				     "brackets, as in \"[2001:db8::1]:443\"" },
+	{ "a b", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got \"a b\"" },
+	{ "", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got \"\"" },
+	{ "127.1", NULL, "F: \"127.1\" is an address, not a host name; write it as a CIDR: "
+			 "\"127.0.0.1\" (or \"127.0.0.1/32\")" },
+	{ "0x7f000001", NULL, "F: \"0x7f000001\" is an address, not a host name; write it as a "
+			      "CIDR: \"127.0.0.1\" (or \"127.0.0.1/32\")" },
+	{ "2130706433", NULL, "F: \"2130706433\" is an address, not a host name; write it as a "
+			      "CIDR: \"127.0.0.1\" (or \"127.0.0.1/32\")" },
+	{ "0177.0.0.1:80", NULL, "F: \"0177.0.0.1:80\" is an address, not a host name; write it "
+				 "as a CIDR: \"127.0.0.1\" (or \"127.0.0.1/32\")" },
+	{ "1.2.3.4.5", NULL, "F: \"1.2.3.4.5\" is not a host name (its last label is a number); "
+			     "write an address as a CIDR like \"10.0.0.1\" or \"10.0.0.0/8\"" },
+	{ "10.1.2.3/8", NULL, "F: \"10.1.2.3/8\" has host bits set beyond the /8 prefix; did you "
+			      "mean \"10.0.0.0/8\"?" },
+	{ "2001:db8::1/32", NULL, "F: \"2001:db8::1/32\" has host bits set beyond the /32 "
+				  "prefix; did you mean \"2001:db8::/32\"?" },
+	{ "10.0.0.0/33", NULL, "F: \"10.0.0.0/33\": the prefix length must be a number from 0 to 32" },
+	{ "10.0.0.0/08", NULL, "F: \"10.0.0.0/08\": the prefix length must be a number from 0 to 32" },
+	{ "2001:db8::1:443:x", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
+				     "\"2001:db8::1:443:x\": an IPv6 address with a port needs "
+				     "brackets, as in \"[2001:db8::1]:443\"" },
+	{ "[10.0.0.1]:80", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
+				 "\"[10.0.0.1]:80\": brackets are for IPv6 addresses" },
+	{ "example.com:0", NULL, "F: \"example.com:0\": the port must be between 1 and 65535 (or \"*\" for every port)" },
+	{ "example.com:65536", NULL, "F: \"example.com:65536\": the port must be between 1 and 65535 (or \"*\" for every port)" },
+	{ "example.com:http", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
+				    "\"example.com:http\": a port is a number from 1 to 65535, or \"*\"" },
+	{ "*", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got \"*\": '*' may "
+		     "only be the whole first label, as in \"*.example.com\"" },
+	{ "a.*.example.com", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
+				   "\"a.*.example.com\": '*' may only be the whole first label, as in \"*.example.com\"" },
+	{ "-a.example.com", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
+				  "\"-a.example.com\": a label may not start or end with '-'" },
+	{ "a..example.com", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
+				  "\"a..example.com\": a name has an empty label" },
+	{ "under_score.test", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
+				    "\"under_score.test\": a name may hold only letters, digits, '-' and '.'" },
+	{ "b\xc3\xbc" "cher.example", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
+				  "\"b\xc3\xbc" "cher.example\": an internationalized name must be given in its "
+				  "ASCII form (punycode, \"xn--...\")" },
+	{ "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.test", NULL,
+	  "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\": "
+	  "a label is longer than 63 bytes" },
+};
+
+static void test_net_rules(void)
+{
+	for (size_t i = 0; i < sizeof(rule_cases) / sizeof(rule_cases[0]); i++) {
+		struct ward_net_rule r;
+		char text[320];
+		ward_error_clear(&err);
+		int rc = ward_net_rule_parse(rule_cases[i].in, &r, "F", &err);
+		if (rule_cases[i].error) {
+			ok(rc == -EINVAL && r.host == NULL, "refused: %s", oneline(rule_cases[i].in));
+			is_str(err.message, rule_cases[i].error, "  message");
+			is_str(err.field, "F", "  field");
+			continue;
+		}
+		const char *want = rule_cases[i].out ? rule_cases[i].out : rule_cases[i].in;
+		ok(rc == 0, "parses: %s", rule_cases[i].in);
+		if (rc < 0) {
+			diag("%s", err.message);
+			continue;
+		}
+		is_str(ward_net_rule_format(&r, text, sizeof(text)), want, "  canonical text");
+		struct ward_net_rule back;
+		ok(ward_net_rule_parse(text, &back, "F", &err) == 0 && wp_net_rule_equal(&r, &back),
+		   "  which parses back to the same rule");
+		wp_net_rule_release(&back);
+		wp_net_rule_release(&r);
+	}
+	/* 253 bytes is the longest name; 254 is refused */
+	char name[300];
+	memset(name, 'a', sizeof(name));
+	for (size_t i = 63; i < 260; i += 64)
+		name[i] = '.';
+	name[253] = '\0';
+	struct ward_net_rule r;
+	ok(ward_net_rule_parse(name, &r, "F", &err) == 0, "a 253-byte name parses");
+	wp_net_rule_release(&r);
+	name[253] = 'a';
+	name[254] = '\0';
+	ok(ward_net_rule_parse(name, &r, "F", &err) == -EINVAL &&
+	   strstr(err.message, "a name longer than 253 bytes"), "a 254-byte name is refused");
+}
+
+static bool m(const char *rule, const char *name, const char *addr, uint16_t port)
+{
+	struct ward_net_rule r;
+	unsigned char bin[16];
+	int family = 0;
+	if (ward_net_rule_parse(rule, &r, "F", &err) < 0)
+		return false;
+	if (addr)
+		family = inet_pton(AF_INET, addr, bin) == 1 ? AF_INET :
+			 inet_pton(AF_INET6, addr, bin) == 1 ? AF_INET6 : 0;
+	bool hit = ward_net_rule_match(&r, name, family, addr ? bin : NULL, port);
+	wp_net_rule_release(&r);
+	return hit;
+}
+
+static void test_net_match(void)
+{
+	ok(m("example.com", "example.com", NULL, 443), "a host on 443");
+	ok(m("example.com", "Example.Com.", NULL, 80), "  on 80, case and trailing dot ignored");
+	ok(!m("example.com", "example.com", NULL, 8080), "  not on 8080 (default ports 80, 443)");
+	ok(!m("example.com", "www.example.com", NULL, 443), "  not a name below it");
+	ok(!m("example.com", "badexample.com", NULL, 443), "  not a name ending like it");
+	ok(m("example.com:8080", "example.com", NULL, 8080), "one port");
+	ok(!m("example.com:8080", "example.com", NULL, 443), "  only that port");
+	ok(m("example.com:*", "example.com", NULL, 22), "every port");
+	ok(m("*.example.com", "www.example.com", NULL, 443), "*.d covers one label below");
+	ok(m("*.example.com", "a.b.example.com", NULL, 443), "  and more");
+	ok(!m("*.example.com", "example.com", NULL, 443), "  not d itself");
+	ok(!m("*.example.com", "evilexample.com", NULL, 443), "  not a name ending like it");
+	ok(!m("*.example.com", ".example.com", NULL, 443), "  not an empty label");
+	ok(!m("example.com", NULL, "93.184.216.34", 443), "a name rule needs a name");
+	ok(m("10.0.0.0/8", NULL, "10.9.8.7", 443), "a CIDR covers an address in it");
+	ok(!m("10.0.0.0/8", NULL, "11.0.0.1", 443), "  not one outside");
+	ok(m("10.0.0.0/8", "db.internal", "10.1.1.1", 80), "  the address a name resolved to");
+	ok(!m("10.0.0.0/8", "db.internal", NULL, 80), "  not a name that is not resolved yet");
+	ok(m("10.0.0.0/8", "10.2.3.4", NULL, 443), "  an address literal given as the name");
+	ok(!m("10.0.0.0/8", "012.2.3.4", NULL, 443), "  but not an octal spelling of one");
+	ok(m("10.0.0.0/8", NULL, "::ffff:10.1.2.3", 443), "  an IPv4-mapped IPv6 address");
+	ok(!m("10.0.0.0/8:5432", NULL, "10.1.2.3", 443), "  with a port, only that port");
+	ok(m("10.0.0.0/8:5432", NULL, "10.1.2.3", 5432), "  which it covers");
+	ok(m("2001:db8::/32", NULL, "2001:db8:1::5", 443), "an IPv6 CIDR");
+	ok(!m("2001:db8::/32", NULL, "2001:db9::5", 443), "  not outside");
+	ok(!m("2001:db8::/32", NULL, "10.0.0.1", 443), "  not an IPv4 address");
+	ok(m("10.1.2.0/23", NULL, "10.1.3.255", 443), "a prefix not on a byte boundary");
+	ok(!m("10.1.2.0/23", NULL, "10.1.4.0", 443), "  and its end");
+	ok(m("0.0.0.0/0:*", NULL, "203.0.113.9", 1), "/0 covers every address");
+	ok(!ward_net_rule_match(NULL, "x", 0, NULL, 443), "no rule matches nothing");
+}
+
+/* The same policy printed: the network part of to_json. */
+static char *net_json(const struct ward_policy *p)
+{
+	json_t *o = ward_net_policy_to_json(&p->network);
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return s;
+}
+
+static void test_net_json(void)
+{
+	struct ward_policy p, q;
+	ward_policy_init(&p, &err);
+	is_int(p.network.mode, WARD_NET_NONE, "network: mode none by default");
+	is_int((long long)p.network.max_connections, 64, "  64 connections");
+	is_int((long long)(p.network.max_bytes_out + p.network.max_bytes_in), 0, "  no byte limits");
+	char *s = net_json(&p);
+	is_str(s, "{\"mode\":\"none\"}", "  prints as mode none alone");
+	free(s);
+	ok(load(&p, "{\"network\": {\"allow\": [\"PyPI.test\", \"*.example.test:*\", \"10.0.0.0/8\","
+		    " \"[2001:db8::]/32:443\", \"pypi.test\"], \"deny\": [\"bad.example.test\"],"
+		    " \"max_connections\": 8, \"max_bytes_out\": \"100M\", \"max_bytes_in\": 1073741824}}") == 0,
+	   "an allowlist loads: %s", err.message);
+	is_int(p.net, WARD_NET_ALLOWLIST, "  allow without mode means allowlist, and net follows");
+	is_int((long long)p.network.n_allow, 4, "  a repeated entry is listed once");
+	s = net_json(&p);
+	is_str(s, "{\"mode\":\"allowlist\",\"allow\":[\"pypi.test\",\"*.example.test:*\",\"10.0.0.0/8\","
+		  "\"[2001:db8::]/32:443\"],\"deny\":[\"bad.example.test\"],\"max_connections\":8,"
+		  "\"max_bytes_out\":\"100M\",\"max_bytes_in\":\"1G\"}", "  canonical, in the given order");
+	free(s);
+	/* round trip through the whole policy */
+	char *json = ward_policy_to_json(&p);
+	ward_policy_init(&q, &err);
+	ok(json && load(&q, json) == 0 && ward_policy_equal(&p, &q), "  the policy round-trips");
+	ok(ward_policy_validate(&q, &err) == 0, "  and validates");
+	char *again = ward_policy_to_json(&q);
+	ok(again && json && strcmp(json, again) == 0, "  byte for byte");
+	free(again);
+	ward_policy_release(&q);
+	/* a copy is deep and equal; a change makes it unequal and prints differently */
+	ward_policy_copy(&q, &p, &err);
+	ok(ward_policy_equal(&p, &q), "  a copy is equal");
+	set(&q, "network.allow", "other.test", "--net");
+	ok(!ward_policy_equal(&p, &q), "  one more entry is not equal");
+	again = ward_policy_to_json(&q);
+	ok(again && json && strcmp(json, again) != 0, "  and prints differently (the digest sees it)");
+	free(again);
+	ward_policy_release(&q);
+	ward_policy_copy(&q, &p, &err);
+	q.network.max_bytes_in = 5;
+	ok(!ward_policy_equal(&p, &q), "  another limit is not equal");
+	ward_policy_release(&q);
+	/* an override: allow replaces, deny adds, mode none empties */
+	ok(load(&p, "{\"network\": {\"allow\": [\"pypi.test\"], \"deny\": [\"x.example.test\"]}}") == 0 &&
+	   p.network.n_allow == 1 && p.network.n_deny == 2, "allow replaces the list, deny adds to it");
+	ok(load(&p, "{\"network\": {\"mode\": \"none\"}}") == 0 && p.net == WARD_NET_NONE &&
+	   p.network.n_allow == 0 && p.network.n_deny == 0, "mode none empties both");
+	s = net_json(&p);
+	is_str(s, "{\"mode\":\"none\",\"max_connections\":8,\"max_bytes_out\":\"100M\",\"max_bytes_in\":\"1G\"}",
+	       "  and prints the limits that differ from the defaults");
+	free(s);
+	free(json);
+	json = ward_policy_to_json(&p);
+	ward_policy_init(&q, &err);
+	ok(json && load(&q, json) == 0 && ward_policy_equal(&p, &q), "  which round-trips");
+	ward_policy_release(&q);
+	free(json);
+	ok(load(&p, "{\"network\": {\"mode\": \"allowlist\"}}") == 0 && p.net == WARD_NET_ALLOWLIST &&
+	   p.network.n_allow == 0, "an empty allowlist (nothing reachable) is valid");
+	ok(ward_policy_validate(&p, &err) == 0, "  and validates");
+	ward_policy_release(&p);
+}
+
+#define NA "policy.json: network.allow"
+static void test_net_json_errors(void)
+{
+	json_fails("{\"network\": {\"allow\": [\"ok.test\", \"ok2.test\", \"a b\"]}}",
+		   NA "[2]: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got \"a b\"");
+	is_str(err.field, "network.allow[2]", "  field");
+	json_fails("{\"network\": {\"deny\": [\"127.1\"], \"mode\": \"allowlist\"}}",
+		   "policy.json: network.deny[0]: \"127.1\" is an address, not a host name; write "
+		   "it as a CIDR: \"127.0.0.1\" (or \"127.0.0.1/32\")");
+	json_fails("{\"network\": {\"allow\": [1]}}",
+		   NA "[0]: expected an entry like \"example.com\", got 1");
+	json_fails("{\"network\": {\"allow\": \"a.test\"}}",
+		   NA ": expected an array of entries like \"example.com\", got \"a.test\"");
+	json_fails("{\"network\": {\"mode\": \"none\", \"allow\": [\"a.test\"]}}",
+		   NA ": not allowed with mode \"none\" (no network at all); use mode \"allowlist\"");
+	is_str(err.field, "network.allow", "  field");
+	json_fails("{\"network\": {\"deny\": [\"a.test\"]}}",
+		   "policy.json: network.deny: entries need mode \"allowlist\" (with mode \"none\" "
+		   "the sandbox has no network)");
+	json_fails("{\"network\": {\"max_connections\": 0}}",
+		   "policy.json: network.max_connections: must be between 1 and 4096, got 0");
+	json_fails("{\"network\": {\"max_connections\": 4097}}",
+		   "policy.json: network.max_connections: must be between 1 and 4096, got 4097");
+	json_fails("{\"network\": {\"max_connections\": \"8\"}}",
+		   "policy.json: network.max_connections: expected a whole number, got \"8\"");
+	json_fails("{\"network\": {\"max_bytes_out\": \"lots\"}}",
+		   "policy.json: network.max_bytes_out: expected a size like \"256M\", got \"lots\"");
+	json_fails("{\"network\": {\"max_bytes_in\": -1}}",
+		   "policy.json: network.max_bytes_in: expected a size like \"256M\", got -1");
+	json_fails("{\"network\": {\"max_bytes_in\": \"2048T\"}}",
+		   "policy.json: network.max_bytes_in: must be 0 (no limit) or between 1 and 1024T, got \"2048T\"");
+	/* 256 entries at most */
+	size_t cap = 300 * 16 + 64, o = 0;
+	char *doc = malloc(cap);
+	o += (size_t)snprintf(doc + o, cap - o, "{\"network\": {\"allow\": [");
+	for (int i = 0; i < 257; i++)
+		o += (size_t)snprintf(doc + o, cap - o, "%s\"h%d.test\"", i ? "," : "", i);
+	snprintf(doc + o, cap - o, "]}}");
+	json_fails(doc, NA ": too many entries (at most 256), got 257");
+	free(doc);
+}
+#undef NA
+
+static void test_net_set(void)
+{
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	ok(set(&p, "network.allow", "a.test,B.test:8080", "--net") == 0 &&
+	   p.net == WARD_NET_ALLOWLIST && p.network.mode == WARD_NET_ALLOWLIST &&
+	   p.network.n_allow == 2, "network.allow adds and sets allowlist");
+	ok(set(&p, "network.allow", "c.test", "--net") == 0 && p.network.n_allow == 3, "  again adds");
+	ok(set(&p, "network.deny", "*.evil.test,10.0.0.0/8", "--net") == 0 && p.network.n_deny == 2,
+	   "network.deny adds");
+	ok(set(&p, "network.allow", "d.test,a b", "--net") == -EINVAL && p.network.n_allow == 3,
+	   "a bad entry in the list changes nothing");
+	is_str(err.message, "--net: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got \"a b\"",
+	       "  message");
+	is_str(err.field, "network.allow", "  field");
+	ok(set(&p, "network.max_connections", "8", "--x") == 0 && p.network.max_connections == 8,
+	   "network.max_connections");
+	ok(set(&p, "network.max_bytes_out", "1M", "--x") == 0 && p.network.max_bytes_out == MiB,
+	   "network.max_bytes_out");
+	ok(set(&p, "network.max_bytes_in", "0", "--x") == 0 && p.network.max_bytes_in == 0,
+	   "network.max_bytes_in 0 is no limit");
+	ok(set(&p, "network.max_connections", "0", "--x") == -EINVAL &&
+	   strcmp(err.message, "--x: must be between 1 and 4096, got \"0\"") == 0,
+	   "max_connections 0 is refused");
+	ok(set(&p, "network.colour", "1", "--x") == -EINVAL &&
+	   strcmp(err.message, "--x: unknown policy field \"network.colour\"") == 0, "unknown key");
+	ok(ward_policy_validate(&p, &err) == 0, "the result validates");
+	ok(set(&p, "network", "none", "--net") == 0 && p.net == WARD_NET_NONE &&
+	   p.network.n_allow == 0 && p.network.n_deny == 0, "network none empties the lists");
+	ok(set(&p, "network.deny", "x.test", "--net") == -EINVAL && p.network.n_deny == 0,
+	   "a deny list without an allowlist is refused");
+	is_str(err.message, "--net: deny entries need mode \"allowlist\" (allow some hosts first; "
+	       "with mode \"none\" the sandbox has no network)", "  message");
+	ok(set(&p, "network", "allowlist", "--net") == 0 && set(&p, "network.deny", "x.test", "--net") == 0 &&
+	   ward_policy_validate(&p, &err) == 0, "  and kept with one");
+	p.network.mode = p.net = WARD_NET_NONE;
+	ok(ward_policy_validate(&p, &err) == -EINVAL &&
+	   strcmp(err.message, "policy: network.deny: entries need mode \"allowlist\" (with mode "
+			       "\"none\" the sandbox has no network)") == 0,
+	   "  a hand-filled one under mode none is refused by validate");
+	p.network.mode = p.net = WARD_NET_ALLOWLIST;
+	/* 256 distinct entries at most; a repeat does not count */
+	char list[256 * 12];
+	size_t o = 0;
+	for (int i = 0; i < 250; i++)
+		o += (size_t)snprintf(list + o, sizeof(list) - o, "%sh%d.test", i ? "," : "", i);
+	ok(set(&p, "network.allow", list, "--net") == 0 && p.network.n_allow == 250, "250 entries");
+	ok(set(&p, "network.allow", "h1.test,h2.test,z1.test,z2.test,z3.test,z4.test,z5.test,z6.test", "--net") == 0 &&
+	   p.network.n_allow == 256, "  repeats do not count: 256");
+	ok(set(&p, "network.allow", "z7.test", "--net") == -EINVAL &&
+	   strcmp(err.message, "--net: too many entries (at most 256)") == 0 && p.network.n_allow == 256,
+	   "  the 257th is refused");
+	ward_policy_release(&p);
+}
+
+static void test_net_validate(void)
+{
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	set(&p, "network.allow", "a.test,10.0.0.0/8", NULL);
+	p.net = WARD_NET_NONE;
+	ok(ward_policy_validate(&p, &err) == -EINVAL && strcmp(err.field, "network.mode") == 0,
+	   "net and network.mode must agree");
+	p.net = WARD_NET_ALLOWLIST;
+	p.network.allow[1].addr[3] = 1;  /* host bits */
+	ok(ward_policy_validate(&p, &err) == -EINVAL && strcmp(err.field, "network.allow[1]") == 0 &&
+	   strstr(err.message, "host bits"), "a hand-filled CIDR with host bits is refused");
+	p.network.allow[1].addr[3] = 0;
+	p.network.allow[0].host[0] = 'A';
+	ok(ward_policy_validate(&p, &err) == -EINVAL && strcmp(err.field, "network.allow[0]") == 0,
+	   "a hand-filled name not in its normal form is refused");
+	p.network.allow[0].host[0] = 'a';
+	p.network.max_connections = 0;
+	ok(ward_policy_validate(&p, &err) == -EINVAL &&
+	   strcmp(err.field, "network.max_connections") == 0, "max_connections 0 is refused");
+	p.network.max_connections = 1;
+	p.network.mode = p.net = (enum ward_net_mode)7;
+	ok(ward_policy_validate(&p, &err) == -EINVAL && strcmp(err.field, "network.mode") == 0,
+	   "an unknown mode is refused");
+	p.network.mode = p.net = WARD_NET_ALLOWLIST;
+	ok(ward_policy_validate(&p, &err) == 0, "and the policy repaired passes");
+	ward_policy_release(&p);
+}
+
+static int net_tighter(const char *base, const char *client)
+{
+	struct ward_net_policy b, c;
+	ward_error_clear(&err);
+	if (ward_net_policy_from_json(&b, base, strlen(base), "operator", &err) < 0) {
+		diag("base: %s", err.message);
+		return -100;
+	}
+	if (ward_net_policy_from_json(&c, client, strlen(client), "client", &err) < 0) {
+		diag("client: %s", err.message);
+		ward_net_policy_release(&b);
+		return -100;
+	}
+	ward_error_clear(&err);
+	int r = ward_net_policy_check_tighter(&b, &c, &err);
+	ward_net_policy_release(&b);
+	ward_net_policy_release(&c);
+	return r;
+}
+
+#define OP "{\"allow\": [\"pypi.test\", \"*.example.test\", \"api.test:8443\", \"git.test:*\"," \
+	   " \"10.0.0.0/8\", \"[2001:db8::]/32:443\"], \"deny\": [\"bad.example.test\"]," \
+	   " \"max_connections\": 16, \"max_bytes_out\": \"100M\"}"
+#define DENY ", \"deny\": [\"bad.example.test\"]"
+#define KEEP DENY ", \"max_connections\": 16, \"max_bytes_out\": \"100M\""
+
+static void test_net_tighten(void)
+{
+	static const struct {
+		const char *allow; /* the client's allow list, JSON */
+		const char *field; /* NULL: tighter */
+	} cases[] = {
+		{ "[\"pypi.test\"]", NULL },
+		{ "[\"pypi.test:443\", \"pypi.test:80\"]", NULL },
+		{ "[\"www.example.test\", \"a.b.example.test:443\"]", NULL },
+		{ "[\"*.example.test\", \"*.cdn.example.test\"]", NULL },
+		{ "[\"api.test:8443\", \"git.test:22\", \"git.test:*\"]", NULL },
+		{ "[\"10.1.0.0/16\", \"10.2.3.4:443\", \"[2001:db8:1::]/48:443\"]", NULL },
+		{ "[]", NULL },
+		{ "[\"pypi.test\", \"evil.test\"]", "network.allow[1]" },
+		{ "[\"pypi.test:8080\"]", "network.allow[0]" },
+		{ "[\"pypi.test:*\"]", "network.allow[0]" },
+		{ "[\"example.test\"]", "network.allow[0]" },
+		{ "[\"*.test\"]", "network.allow[0]" },
+		{ "[\"www.example.test:8443\"]", "network.allow[0]" },
+		{ "[\"api.test\"]", "network.allow[0]" },
+		{ "[\"*.pypi.test\"]", "network.allow[0]" },
+		{ "[\"11.0.0.0/8\"]", "network.allow[0]" },
+		{ "[\"0.0.0.0/0\"]", "network.allow[0]" },
+		{ "[\"[2001:db8::]/31:443\"]", "network.allow[0]" },
+		{ "[\"2001:db8::1\"]", "network.allow[0]" },
+		{ "[\"10.0.0.0/8\", \"10.0.0.1\"]", NULL },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char doc[512];
+		snprintf(doc, sizeof(doc), "{\"mode\": \"allowlist\", \"allow\": %s" KEEP "}",
+			 cases[i].allow);
+		int r = net_tighter(OP, doc);
+		if (!cases[i].field)
+			is_int(r, 0, "within the operator's: %s", cases[i].allow);
+		else
+			ok(r == -EINVAL && strcmp(err.field, cases[i].field) == 0,
+			   "looser, naming %s: %s", cases[i].field, cases[i].allow);
+	}
+	net_tighter(OP, "{\"allow\": [\"pypi.test\", \"evil.test\"]" KEEP "}");
+	is_str(err.message, "policy: network.allow[1]: 'evil.test' is not within the operator's "
+	       "allowlist; an override may only tighten the operator's policy", "the message names the entry");
+	is_int(net_tighter(OP, "{\"mode\": \"none\"}"), 0, "mode none is always tighter");
+	is_int(net_tighter("{\"mode\": \"none\"}", "{\"mode\": \"none\"}"), 0, "  also under none");
+	ok(net_tighter("{\"mode\": \"none\"}", "{\"mode\": \"allowlist\"}") == -EINVAL &&
+	   strcmp(err.field, "network.mode") == 0, "an allowlist under the operator's none is looser");
+	is_str(err.message, "policy: network.mode: \"allowlist\" is looser than the operator's "
+	       "\"none\"; an override may only tighten the operator's policy", "  message");
+	ok(net_tighter(OP, "{\"allow\": [\"pypi.test\"]}") == -EINVAL &&
+	   strcmp(err.field, "network.deny") == 0, "dropping the operator's deny entry is looser");
+	is_str(err.message, "policy: network.deny: the operator's 'bad.example.test' may not be "
+	       "removed; an override may only tighten the operator's policy", "  message");
+	is_int(net_tighter(OP, "{\"allow\": [\"pypi.test\"], \"deny\": [\"bad.example.test\", \"x.test\"],"
+				   " \"max_connections\": 16, \"max_bytes_out\": \"100M\"}"),
+	       0, "adding deny entries is tighter");
+	ok(net_tighter(OP, "{\"allow\": []" DENY ", \"max_connections\": 17, \"max_bytes_out\": \"100M\"}") == -EINVAL &&
+	   strcmp(err.field, "network.max_connections") == 0, "more connections is looser");
+	is_int(net_tighter(OP, "{\"allow\": []" DENY ", \"max_connections\": 1, \"max_bytes_out\": \"1M\","
+			       " \"max_bytes_in\": 5}"),
+	       0, "fewer connections, a byte limit where there was none: tighter");
+	ok(net_tighter(OP, "{\"allow\": []" DENY ", \"max_connections\": 16, \"max_bytes_out\": 0}") == -EINVAL &&
+	   strcmp(err.field, "network.max_bytes_out") == 0, "no limit under 100M is looser");
+	is_str(err.message, "policy: network.max_bytes_out: no limit is looser than the operator's "
+	       "100M; an override may only tighten the operator's policy", "  message");
+	ok(net_tighter(OP, "{\"allow\": []" DENY ", \"max_connections\": 16, \"max_bytes_out\": \"101M\"}") == -EINVAL,
+	   "101M under 100M is looser");
+}
+#undef OP
+#undef DENY
+#undef KEEP
+
+/* Through the policy: an override loaded on a copy of the operator's. */
+static void test_net_override(void)
+{
+	struct ward_policy b, p;
+	ward_policy_init(&b, &err);
+	ok(load(&b, "{\"network\": {\"allow\": [\"*.example.test\", \"pypi.test\"],"
+		    " \"deny\": [\"bad.example.test\"]}}") == 0, "an operator's allowlist");
+	ward_policy_copy(&p, &b, &err);
+	ok(load(&p, "{\"network\": {\"allow\": [\"www.example.test\"]}}") == 0, "a client narrows it");
+	is_int(ward_policy_check_tighter(&b, &p, &err), 0, "  which is tighter (the deny list stays)");
+	ward_policy_release(&p);
+	ward_policy_copy(&p, &b, &err);
+	ok(load(&p, "{\"network\": {\"allow\": [\"www.example.test\", \"evil.test\"]}}") == 0 &&
+	   ward_policy_check_tighter(&b, &p, &err) == -EINVAL, "a client widens it: refused");
+	is_str(err.field, "network.allow[1]", "  naming the entry");
+	ward_policy_release(&p);
+	ward_policy_copy(&p, &b, &err);
+	ok(load(&p, "{\"network\": {\"mode\": \"none\"}}") == 0 &&
+	   ward_policy_check_tighter(&b, &p, &err) == 0, "a client turns the network off: tighter");
+	ward_policy_release(&p);
+	ward_policy_release(&b);
+	ward_policy_init(&b, &err);
+	ward_policy_copy(&p, &b, &err);
+	ok(load(&p, "{\"network\": {\"allow\": [\"pypi.test\"]}}") == 0 &&
+	   ward_policy_check_tighter(&b, &p, &err) == -EINVAL &&
+	   strcmp(err.field, "network.mode") == 0, "an allowlist under the default none: refused");
+	ward_policy_release(&p);
+	ward_policy_release(&b);
+}
+
+static void test_net_from_json(void)
+{
+	struct ward_net_policy n;
+	const char *doc = "{\"allow\": [\"a.test\"], \"max_bytes_in\": \"1M\"}";
+	ok(ward_net_policy_from_json(&n, doc, strlen(doc), "body", &err) == 0 &&
+	   n.mode == WARD_NET_ALLOWLIST && n.n_allow == 1 && n.max_bytes_in == MiB &&
+	   n.max_connections == 64, "ward_net_policy_from_json");
+	struct ward_net_policy c;
+	ok(ward_net_policy_copy(&c, &n, &err) == 0 && c.allow != n.allow && c.allow[0].host != n.allow[0].host &&
+	   wp_net_equal(&c, &n), "ward_net_policy_copy is deep");
+	ward_net_policy_release(&c);
+	ward_net_policy_release(&n);
+	ok(n.allow == NULL && n.n_allow == 0 && n.max_connections == 64, "release leaves the defaults");
+	doc = "{\"allow\": [\"a.test\", \"x y\"]}";
+	ok(ward_net_policy_from_json(&n, doc, strlen(doc), "body", &err) == -EINVAL && n.allow == NULL,
+	   "a bad entry");
+	is_str(err.message, "body: network.allow[1]: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a "
+	       "CIDR, got \"x y\"", "  message");
+	is_str(err.field, "network.allow[1]", "  field");
+	doc = "{\"allow\": [";
+	ok(ward_net_policy_from_json(&n, doc, strlen(doc), "body", &err) == -EINVAL &&
+	   strncmp(err.message, "body:1:", 7) == 0, "invalid JSON: %s", err.message);
+	doc = "[]";
+	ok(ward_net_policy_from_json(&n, doc, strlen(doc), "body", &err) == -EINVAL &&
+	   strcmp(err.message, "body: network: expected an object, got an array") == 0,
+	   "not an object: %s", err.message);
+}
+
+static void test_net_settings(void)
+{
+	static const struct {
+		enum ward_net_setting kind;
+		const char *value;
+		bool good;
+	} cases[] = {
+		{ WARD_NET_SETTING_RESOLVE, "pypi.test=127.0.0.1", true },
+		{ WARD_NET_SETTING_RESOLVE, "PyPI.test=::1", true },
+		{ WARD_NET_SETTING_RESOLVE, "pypi.test=127.1", false },
+		{ WARD_NET_SETTING_RESOLVE, "pypi.test=", false },
+		{ WARD_NET_SETTING_RESOLVE, "=127.0.0.1", false },
+		{ WARD_NET_SETTING_RESOLVE, "pypi.test", false },
+		{ WARD_NET_SETTING_RESOLVE, "*.pypi.test=127.0.0.1", false },
+		{ WARD_NET_SETTING_RESOLVE, "pypi.test:80=127.0.0.1", false },
+		{ WARD_NET_SETTING_RESOLVE, "10.0.0.1=127.0.0.1", false },
+		{ WARD_NET_SETTING_RESOLVE, "a b=127.0.0.1", false },
+		{ WARD_NET_SETTING_ALLOW_PRIVATE, "127.0.0.0/8", true },
+		{ WARD_NET_SETTING_ALLOW_PRIVATE, "127.0.0.1", true },
+		{ WARD_NET_SETTING_ALLOW_PRIVATE, "fd00::/8", true },
+		{ WARD_NET_SETTING_ALLOW_PRIVATE, "127.0.0.1/8", false },
+		{ WARD_NET_SETTING_ALLOW_PRIVATE, "10.0.0.0/8:80", false },
+		{ WARD_NET_SETTING_ALLOW_PRIVATE, "local.test", false },
+		{ WARD_NET_SETTING_DNS, "127.0.0.1", true },
+		{ WARD_NET_SETTING_DNS, "127.0.0.1:5353", true },
+		{ WARD_NET_SETTING_DNS, "::1", true },
+		{ WARD_NET_SETTING_DNS, "[::1]:5353", true },
+		{ WARD_NET_SETTING_DNS, "[::1]", true },
+		{ WARD_NET_SETTING_DNS, "127.0.0.1:0", false },
+		{ WARD_NET_SETTING_DNS, "127.0.0.1:65536", false },
+		{ WARD_NET_SETTING_DNS, "[127.0.0.1]:53", false },
+		{ WARD_NET_SETTING_DNS, "[::1]53", false },
+		{ WARD_NET_SETTING_DNS, "dns.test", false },
+		{ WARD_NET_SETTING_DNS, "", false },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ward_error_clear(&err);
+		int r = ward_net_setting_check(cases[i].kind, cases[i].value, "--flag", &err);
+		ok(cases[i].good ? r == 0 : r == -EINVAL && strncmp(err.message, "--flag: ", 8) == 0,
+		   "setting %d %s: %s", cases[i].kind, cases[i].value, cases[i].good ? "good" : "refused");
+		if (r < 0 && cases[i].good)
+			diag("%s", err.message);
+	}
+	ward_net_setting_check(WARD_NET_SETTING_RESOLVE, "pypi.test", "--egress-resolve", &err);
+	is_str(err.message, "--egress-resolve: expected NAME=ADDRESS (an IPv4 or IPv6 address), got "
+	       "\"pypi.test\"", "the message names the flag");
+	ward_net_setting_check(WARD_NET_SETTING_ALLOW_PRIVATE, "127.0.0.1/8", "--egress-allow-private", &err);
+	is_str(err.message, "--egress-allow-private: \"127.0.0.1/8\" has host bits set beyond the /8 "
+	       "prefix; did you mean \"127.0.0.0/8\"?", "  and says what is wrong");
 }
 
 static void test_error_field(void)
@@ -1340,5 +1916,15 @@ int main(void)
 	test_tighten_limits();
 	test_tighten_members();
 	test_error_field();
+	test_net_rules();
+	test_net_match();
+	test_net_json();
+	test_net_json_errors();
+	test_net_set();
+	test_net_validate();
+	test_net_tighten();
+	test_net_override();
+	test_net_from_json();
+	test_net_settings();
 	return tap_done();
 }

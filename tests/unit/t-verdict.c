@@ -1,5 +1,6 @@
 /* tests/unit/t-verdict.c — status names and the verdict's JSON form. */
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,57 @@ int main(void)
 			       "sandbox_id" };
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		ok(json_object_get(o, keys[i]) != NULL, "has %s", keys[i]);
+	ok(json_object_get(o, "network") == NULL, "no network object without network.present");
+	json_decref(o);
+	free(s);
+	ward_verdict_release(&v);
+
+	/* network.mode "allowlist": the network object */
+	ward_verdict_init(&v);
+	v.network.present = true;
+	v.network.connections = 3;
+	v.network.bytes_out = 1234;
+	v.network.bytes_in = 56789;
+	v.network.denied_total = 20;
+	v.network.n_denied = WARD_NET_DENIED_MAX;
+	for (size_t i = 0; i < WARD_NET_DENIED_MAX; i++) {
+		snprintf(v.network.denied[i].host, sizeof(v.network.denied[i].host), "h%zu.test", i);
+		v.network.denied[i].port = 443;
+		snprintf(v.network.denied[i].reason, sizeof(v.network.denied[i].reason),
+			 "not in the allowlist");
+	}
+	strcpy(v.network.denied[1].host, "bad\xff.test");
+	memset(v.network.denied[2].reason, 'r', sizeof(v.network.denied[2].reason)); /* no NUL */
+	s = ward_verdict_to_json(&v);
+	o = s ? json_loads(s, 0, &e) : NULL;
+	json_t *n = json_object_get(o, "network");
+	ok(json_is_object(n), "network object when present");
+	is_int(json_integer_value(json_object_get(n, "connections")), 3, "  connections");
+	is_int(json_integer_value(json_object_get(n, "bytes_out")), 1234, "  bytes_out");
+	is_int(json_integer_value(json_object_get(n, "bytes_in")), 56789, "  bytes_in");
+	is_int(json_integer_value(json_object_get(n, "denied_total")), 20, "  denied_total");
+	ok(json_object_get(n, "limit") == NULL, "  no limit when none was hit");
+	json_t *d = json_object_get(n, "denied");
+	is_int((long long)json_array_size(d), WARD_NET_DENIED_MAX, "  the listed denials");
+	is_str(json_string_value(json_object_get(json_array_get(d, 0), "host")), "h0.test", "  host");
+	is_int(json_integer_value(json_object_get(json_array_get(d, 0), "port")), 443, "  port");
+	is_str(json_string_value(json_object_get(json_array_get(d, 0), "reason")),
+	       "not in the allowlist", "  reason");
+	is_str(json_string_value(json_object_get(json_array_get(d, 1), "host")), "bad\xef\xbf\xbd.test",
+	       "  a host that is not UTF-8 is repaired");
+	is_int((long long)strlen(json_string_value(json_object_get(json_array_get(d, 2), "reason"))),
+	       sizeof(v.network.denied[2].reason), "  a reason without its NUL stops at its size");
+	const char *nkeys[] = { "connections", "bytes_out", "bytes_in", "denied", "denied_total" };
+	ok(json_object_size(n) == sizeof(nkeys) / sizeof(nkeys[0]), "  exactly the contract's keys");
+	json_decref(o);
+	free(s);
+	v.network.limit = "bytes_out";
+	v.network.n_denied = 0;
+	s = ward_verdict_to_json(&v);
+	o = s ? json_loads(s, 0, &e) : NULL;
+	n = json_object_get(o, "network");
+	is_str(json_string_value(json_object_get(n, "limit")), "bytes_out", "limit once hit");
+	is_int((long long)json_array_size(json_object_get(n, "denied")), 0, "  an empty denied list");
 	json_decref(o);
 	free(s);
 	ward_verdict_release(&v);
