@@ -578,6 +578,8 @@ static int kernel_launch(const struct ward_policy *policy, const struct ward_ker
 			.launcher = o->zygote && ward_zygote_lang(o->zygote) ==
 							 (o->session ? WARD_LANG_PYTHON : o->lang)
 					    ? ward_zygote_launcher(o->zygote) : o->launcher,
+			.egress = o->egress, .tenant = o->tenant,
+			.credentials = o->credentials, .n_credentials = o->n_credentials,
 		};
 		r = ward_sandbox_start(&k->policy, argv, &so, &k->sb, err);
 	}

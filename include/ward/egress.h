@@ -148,6 +148,17 @@ void ward_egress_detach(struct ward_egress_sandbox *s);
  * never leaves the proxy. */
 const char *ward_egress_ca_bundle(struct ward_egress *e);
 
+/* Credential rules from JSON ([{name, host, path_prefix, headers: {Name:
+ * value}}], at most 32 rules of 1-16 headers): what the daemon's config
+ * file and the API take. Messages name the field ("credentials[0].host")
+ * and never a header's value. 0, -EINVAL or -ENOMEM; *out freed with
+ * ward_egress_credentials_free (which wipes the values). */
+struct json_t;
+int ward_egress_credentials_from_json(struct json_t *v, const char *field,
+				      struct ward_egress_credential **out, size_t *n_out,
+				      struct ward_error *err);
+void ward_egress_credentials_free(struct ward_egress_credential *c, size_t n);
+
 /* The process-wide counters, for /metrics. */
 struct ward_egress_stats {
 	uint64_t connections;     /* allowed, since start */

@@ -43,6 +43,8 @@ const char *ward_lang_extension(enum ward_lang lang);
 struct ward_kernel;
 struct ward_zygote;
 struct ward_launcher;
+struct ward_egress;
+struct ward_egress_credential;
 
 struct ward_kernel_options {
 	enum ward_lang lang;
@@ -64,6 +66,11 @@ struct ward_kernel_options {
 	 * (ward/zygote.h) clones the sandbox instead of the caller; NULL: the
 	 * caller clones it. */
 	struct ward_launcher *launcher;
+	/* network.mode "allowlist": passed to the sandbox (ward_sandbox_options) */
+	struct ward_egress *egress;
+	const char *tenant;
+	const struct ward_egress_credential *credentials;
+	size_t n_credentials;
 };
 
 /* Called for each message as it arrives (borrowed; valid during the call).

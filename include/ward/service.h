@@ -30,6 +30,8 @@
 
 struct ward_launcher;
 struct ward_zygote;
+struct ward_egress;
+struct ward_egress_credential;
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -78,6 +80,20 @@ struct ward_service_config {
 	 * forked by the zygote. */
 	struct ward_launcher *launcher;
 	struct ward_zygote *zygote;
+	/* Egress (ward/egress.h): the operator's settings, owned (strings and
+	 * arrays malloc'ed; ward_service_config_release frees them). */
+	const char *const *egress_resolve;
+	size_t n_egress_resolve;
+	const char *const *egress_allow_private;
+	size_t n_egress_allow_private;
+	const char *const *egress_dns;
+	size_t n_egress_dns;
+	const char *egress_ca;
+	const struct ward_egress_credential *egress_credentials;
+	size_t n_egress_credentials;
+	/* The proxy, borrowed (an embedded core's program made it); NULL: the
+	 * core starts its own from the settings above. */
+	struct ward_egress *egress;
 };
 
 /* --- errors and answers --- */
@@ -283,6 +299,12 @@ int ward_session_get(struct ward_service *svc, const struct ward_session_call *q
 		     struct ward_reply *reply);
 int ward_session_delete(struct ward_service *svc, const struct ward_session_call *q,
 			struct ward_reply *reply);
+/* PUT network: a live session's egress allow and deny lists (and limits)
+ * replaced for its next connections, within the operator's network policy;
+ * audited as session.network. 409 when the session has no egress
+ * (network.mode "none" when it was created). */
+int ward_session_network(struct ward_service *svc, const struct ward_session_call *q,
+			 struct ward_reply *reply);
 /* POST execute (exec) or commands: a call (reply->ex), or a background
  * command's start (reply->later). */
 int ward_session_call(struct ward_service *svc, const struct ward_session_call *q, bool exec,

@@ -297,6 +297,53 @@ static void resolve_cells(json_t *cells, const struct ward_verdict *v)
 	}
 }
 
+/* Does the error look like a refused connection or name? (Python's and
+ * node's spellings.) */
+static bool network_error(json_t *e)
+{
+	static const char *const marks[] = {
+		"Connection", "URLError", "HTTPError", "ProxyError", "gaierror", "SSLError",
+		"RemoteDisconnected", "ProtocolError", "MaxRetryError", "403", "refused", "reset",
+		"name resolution", "Name or service not known", "ECONNRESET", "ECONNREFUSED",
+		"ENOTFOUND", "EAI_AGAIN", "fetch failed", "ward egress", "Tunnel connection failed",
+	};
+	const char *name = json_string_value(json_object_get(e, "name"));
+	const char *value = json_string_value(json_object_get(e, "value"));
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		if ((name && strstr(name, marks[i])) || (value && strstr(value, marks[i])))
+			return true;
+	return false;
+}
+
+/* A refused connection's error says which host the allowlist refused and
+ * what it holds, so a model asks for the right host instead of retrying. */
+static void egress_hint(json_t *e, const struct ward_verdict *v, const struct ward_policy *p)
+{
+	const struct ward_net_usage *n = &v->network;
+	if (!e || !n->present || !n->n_denied || !network_error(e))
+		return;
+	const struct ward_net_denial *d = &n->denied[n->n_denied - 1];
+	char hint[1024], rule[320];
+	int len = snprintf(hint, sizeof(hint), "the sandbox's network allowlist refused %s:%u (%s); ",
+			   d->host, (unsigned)d->port, d->reason);
+	size_t off = len > 0 && (size_t)len < sizeof(hint) ? (size_t)len : sizeof(hint) - 1;
+	if (!p || !p->network.n_allow) {
+		snprintf(hint + off, sizeof(hint) - off, "it allows nothing");
+	} else {
+		snprintf(hint + off, sizeof(hint) - off, "it allows: ");
+		for (size_t i = 0; i < p->network.n_allow; i++) {
+			off = strlen(hint);
+			if (off + 64 >= sizeof(hint)) {
+				ward_strlcat(hint, ", ...", sizeof(hint));
+				break;
+			}
+			snprintf(hint + off, sizeof(hint) - off, "%s%s", i ? ", " : "",
+				 ward_net_rule_format(&p->network.allow[i], rule, sizeof(rule)));
+		}
+	}
+	json_object_set_new(e, "hint", json_string(hint));
+}
+
 WARD_EXPORT json_t *ward_result_final(struct ward_result *r, const struct ward_verdict *v,
 				      const struct ward_policy *p, const char *lang)
 {
@@ -318,6 +365,7 @@ WARD_EXPORT json_t *ward_result_final(struct ward_result *r, const struct ward_v
 		e = ward_kernel_error_object(r->error);
 	else if (r->died || v->status == WARD_STATUS_OUTPUT_LIMIT)
 		e = ward_kernel_limit_error(v, p); /* a limit, with its value */
+	egress_hint(e, v, p);
 	json_object_set_new(f, "error", e ? e : json_null());
 	json_object_set(f, "policy_violation", r->violation ? r->violation : json_null());
 	json_object_set_new(f, "artifacts", r->artifacts ? json_incref(r->artifacts) : json_array());

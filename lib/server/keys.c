@@ -34,7 +34,7 @@ struct ward_keystore {
 	size_t n, cap;
 };
 
-static const char *const keys_scope_names[] = { "execute", "sessions", "files", "admin" };
+static const char *const keys_scope_names[] = { "execute", "sessions", "files", "admin", "credentials" };
 
 /* --- names and checks ------------------------------------------------------ */
 
@@ -102,7 +102,7 @@ static int keys_scope_add(const char *name, size_t n, unsigned *mask, struct war
 	unsigned bit = keys_scope_bit(name, n);
 	if (!bit)
 		return ward_error_set(err, 0, NULL,
-				      "unknown scope '%s' (expected execute, sessions, files or admin)",
+				      "unknown scope '%s' (expected execute, sessions, files, admin or credentials)",
 				      keys_quote(name, n, q, sizeof(q)));
 	if (*mask & bit)
 		return ward_error_set(err, 0, NULL, "duplicate scope '%s'",

@@ -26,7 +26,8 @@ enum ward_key_scope {
 	WARD_SCOPE_SESSIONS = 1u << 1,  /* create, use and delete sessions */
 	WARD_SCOPE_FILES = 1u << 2,     /* move files in and out of sessions */
 	WARD_SCOPE_ADMIN = 1u << 3,     /* metrics, every tenant's view */
-	WARD_SCOPE_ALL = (1u << 4) - 1,
+	WARD_SCOPE_CREDENTIALS = 1u << 4, /* attach egress credential rules (secrets) */
+	WARD_SCOPE_ALL = (1u << 5) - 1,
 };
 
 enum {
@@ -37,7 +38,7 @@ enum {
 	WARD_KEY_TENANT_MAX = 64,          /* [A-Za-z0-9._-]{1,64}, not "." or ".." */
 	WARD_KEY_NOTE_MAX = 256,           /* bytes of UTF-8, no control characters */
 	WARD_KEY_CREATED_MAX = 24,         /* "2025-01-31T23:59:59Z" and its NUL */
-	WARD_KEY_SCOPES_MAX = 40,          /* "execute,sessions,files,admin" and its NUL */
+	WARD_KEY_SCOPES_MAX = 52,          /* "execute,sessions,files,admin,credentials" and its NUL */
 	/* "wk_" id "_" secret, and the NUL: the size of a key buffer. */
 	WARD_KEY_STR_SIZE = 3 + WARD_KEY_ID_LEN + 1 + 2 * WARD_KEY_SECRET_BYTES + 1,
 	WARD_KEYS_FILE_MAX = 16 << 20,     /* bytes read from a keys file at most */
@@ -122,7 +123,7 @@ int ward_keys_check_id(const char *id, struct ward_error *err);
 /* Parses a comma-separated scope list ("execute,files") into *mask.
  * Returns 0, or -EINVAL with err naming the problem: "expected at least
  * one scope", "empty scope in 'LIST'", "unknown scope 'X' (expected
- * execute, sessions, files or admin)", "duplicate scope 'X'". */
+ * execute, sessions, files, admin or credentials)", "duplicate scope 'X'". */
 int ward_keys_scopes_parse(const char *list, unsigned *mask, struct ward_error *err);
 
 /* The name of one scope bit ("execute"), or NULL when scope is not exactly

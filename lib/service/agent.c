@@ -206,7 +206,9 @@ int sess_start_agent(struct session *se, const struct ward_policy *p, struct war
 	json_t *lint = r == 0 ? (json_t *)ward_policy_lint_json(p) : NULL;
 	struct ward_kernel_options ko = { .lang = WARD_LANG_PYTHON, .session = true, .lint = lint,
 					  .runners_dir = se->s->cfg.runners,
-					  .zygote = svc_zygote(se->s), .launcher = se->s->cfg.launcher };
+					  .zygote = svc_zygote(se->s), .launcher = se->s->cfg.launcher,
+					  .egress = svc_egress(se->s), .tenant = se->key.tenant,
+					  .credentials = se->creds, .n_credentials = se->n_creds };
 	if (r == 0)
 		r = ward_kernel_begin(&sp, &ko, &se->k, err);
 	json_decref(lint);

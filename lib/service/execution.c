@@ -397,6 +397,10 @@ void exec_kill_all(struct ward_service *s)
 static int start_warm(struct ward_execution *ex, struct ward_error *err)
 {
 	struct exec_request *r = &ex->req;
+	/* a pooled kernel was attached to the proxy before any tenant asked
+	 * for it: sandboxes with egress always start for their request */
+	if (r->policy.network.mode != WARD_NET_NONE)
+		return -1;
 	struct ward_kernel *k = warm_take(ex->s, r);
 	struct ward_error cerr;
 	if (!k)
@@ -422,7 +426,11 @@ static int start_sandbox(struct ward_execution *ex, struct ward_error *err)
 	struct exec_request *r = &ex->req;
 	if (r->lang < 0) {
 		struct ward_sandbox_options so = { .files = r->files, .n_files = r->n_files,
-						   .launcher = ex->s->cfg.launcher };
+						   .launcher = ex->s->cfg.launcher,
+						   .egress = svc_egress(ex->s),
+						   .tenant = ex->key.tenant,
+						   .credentials = r->creds,
+						   .n_credentials = r->n_creds };
 		int rc = ward_sandbox_start(&r->policy, r->argv, &so, &ex->sb, err);
 		if (rc < 0)
 			return rc;
@@ -441,7 +449,9 @@ static int start_sandbox(struct ward_execution *ex, struct ward_error *err)
 	struct ward_kernel_options ko = { .lang = (enum ward_lang)r->lang, .files = r->files,
 					  .n_files = r->n_files, .lint = lint,
 					  .runners_dir = ex->s->cfg.runners,
-					  .zygote = svc_zygote(ex->s), .launcher = ex->s->cfg.launcher };
+					  .zygote = svc_zygote(ex->s), .launcher = ex->s->cfg.launcher,
+					  .egress = svc_egress(ex->s), .tenant = ex->key.tenant,
+					  .credentials = r->creds, .n_credentials = r->n_creds };
 	int rc = ward_kernel_begin(&r->policy, &ko, &ex->k, err);
 	json_decref(lint);
 	if (rc < 0)
@@ -555,7 +565,7 @@ int ward_service_execute(struct ward_service *s, const struct ward_key_info *key
 	if (svc_admit_execution(s, key->tenant, &reply->err) < 0)
 		return 0;
 	struct exec_request er;
-	if (exec_request_parse(s, body ? body : "", len, &er, &reply->err) < 0)
+	if (exec_request_parse(s, key, body ? body : "", len, &er, &reply->err) < 0)
 		return 0;
 	if (svc_admit_memory(s, key->tenant, er.policy.memory, &reply->err) < 0) {
 		exec_request_release(&er);

@@ -55,10 +55,12 @@ struct svc_metrics {
 	size_t n_tenants;
 	uint64_t tenants_freed;            /* idle entries given to another tenant */
 	uint64_t connections_evicted;      /* closed unauthenticated (bound or deadline) */
+	uint64_t egress_events_dropped;    /* proxy events the ring had no room for */
 };
 
 struct svc_pool;
 struct svc_warm;
+struct svc_egress;
 struct session;
 
 struct ward_service {
@@ -82,6 +84,7 @@ struct ward_service {
 	struct svc_metrics m;
 	struct svc_pool *pool;            /* worker threads (worker.c) */
 	struct svc_warm *warm;            /* prepared kernels (pool.c), or NULL */
+	struct svc_egress *egress;        /* the proxy and its events (egress.c), or NULL */
 	/* The zygote imported the runners as they were when it started: once
 	 * the pool sees them change, python kernels start cold (pool.c). */
 	bool zygote_stale;
@@ -93,11 +96,25 @@ struct ward_service {
 };
 
 /* Watches in svc->epfd: data.ptr points at one. */
-enum watch_kind { WATCH_EXEC, WATCH_SESSION, WATCH_WORKER };
+enum watch_kind { WATCH_EXEC, WATCH_SESSION, WATCH_WORKER, WATCH_EGRESS };
 struct watch {
 	enum watch_kind kind;
 	void *ptr;
 };
+
+/* egress.c: the proxy (ward/egress.h) and its events */
+/* A request's "credentials" (v may be NULL: none) into *out: 0, or -1 with
+ * e (400 naming the field; 403 when the key lacks the scope). */
+int svc_parse_credentials(const struct ward_key_info *key, json_t *v,
+			  struct ward_egress_credential **out, size_t *n,
+			  struct ward_service_error *e);
+struct ward_egress_stats;
+int svc_egress_start(struct ward_service *s);
+void svc_egress_stop(struct ward_service *s);
+void svc_egress_dispatch(struct ward_service *s);
+/* The proxy sandboxes attach to, or NULL (then an allowlist fails closed). */
+struct ward_egress *svc_egress(struct ward_service *s);
+void svc_egress_stats(struct ward_service *s, struct ward_egress_stats *st);
 
 /* errors and replies (service.c) */
 /* Fills r with an error; returns 0 (the request was answered). */
@@ -125,12 +142,14 @@ struct exec_request {
 	bool stream;               /* NDJSON for the listener */
 	bool events;               /* the builder's events, as objects, to the sink */
 	bool anonymous;            /* no execution_id in the final JSON */
+	struct ward_egress_credential *creds; /* "credentials": the sandbox's own rules */
+	size_t n_creds;
 };
 void exec_request_release(struct exec_request *r);
 /* Parses and checks a body (already within the size and depth limits)
  * onto a copy of the default policy. 0, or -1 with e (a 400). */
-int exec_request_parse(struct ward_service *s, const char *body, size_t len,
-		       struct exec_request *r, struct ward_service_error *e);
+int exec_request_parse(struct ward_service *s, const struct ward_key_info *key, const char *body,
+		       size_t len, struct exec_request *r, struct ward_service_error *e);
 /* The policy overrides of a request (pol may be NULL) onto a copy of the
  * default policy: checked, only ever tighter. */
 int svc_parse_policy(struct ward_service *s, struct ward_policy *p, json_t *pol,

@@ -12,6 +12,7 @@
 
 #include "base/util.h"
 #include "internal.h"
+#include "ward/egress.h"
 
 /* every verdict status has its counter (a new status cannot go uncounted) */
 _Static_assert(ARRAY_SIZE(((struct svc_metrics *)0)->by_status) == WARD_STATUS_COUNT,
@@ -206,6 +207,28 @@ static void put_pool(struct out *o, struct ward_service *s)
 	}
 }
 
+/* The egress proxy's counters (ward/egress.h). */
+static void put_egress(struct out *o, struct ward_service *s)
+{
+	struct ward_egress_stats st;
+	svc_egress_stats(s, &st);
+	put_one(o, "ward_egress_connections_total", "counter",
+		"Connections the egress proxy allowed.", st.connections);
+	put_one(o, "ward_egress_denied_total", "counter",
+		"Connections and DNS names the egress proxy refused.", st.denied);
+	put_one(o, "ward_egress_active_connections", "gauge",
+		"Egress connections open now.", st.active);
+	put_one(o, "ward_egress_bytes_out_total", "counter",
+		"Bytes sandboxes sent through the egress proxy.", st.bytes_out);
+	put_one(o, "ward_egress_bytes_in_total", "counter",
+		"Bytes sandboxes received through the egress proxy.", st.bytes_in);
+	put_one(o, "ward_egress_sandboxes", "gauge",
+		"Sandboxes attached to the egress proxy now.", st.sandboxes);
+	put_one(o, "ward_egress_events_dropped_total", "counter",
+		"Egress audit events dropped because the loop fell behind.",
+		s->m.egress_events_dropped);
+}
+
 char *ward_service_metrics(struct ward_service *s, size_t *len)
 {
 	struct out o = { .cap = 8192 };
@@ -241,6 +264,7 @@ char *ward_service_metrics(struct ward_service *s, size_t *len)
 		"Idle tenant entries given to a new tenant.", s->m.tenants_freed);
 	put_tenants(&o, s);
 	put_pool(&o, s);
+	put_egress(&o, s);
 	if (o.oom) {
 		free(o.buf);
 		return NULL;

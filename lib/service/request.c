@@ -14,6 +14,7 @@
 
 #include "base/util.h"
 #include "internal.h"
+#include "ward/egress.h"
 #include "workspace.h"
 
 enum { MAX_FILES = 256, MAX_ARGS = 4096 };
@@ -38,6 +39,7 @@ void exec_request_release(struct exec_request *r)
 	}
 	free(r->files);
 	ward_policy_release(&r->policy);
+	ward_egress_credentials_free(r->creds, r->n_creds);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -253,7 +255,8 @@ int svc_parse_seconds(json_t *v, uint64_t max_ms, uint64_t *out)
 	return 0;
 }
 
-static int parse_body(struct ward_service *s, json_t *root, struct exec_request *r, struct ward_service_error *e)
+static int parse_body(struct ward_service *s, const struct ward_key_info *key, json_t *root,
+		      struct exec_request *r, struct ward_service_error *e)
 {
 	json_t *lang = json_object_get(root, "language"), *code = json_object_get(root, "code");
 	json_t *cmd = json_object_get(root, "command");
@@ -285,19 +288,22 @@ static int parse_body(struct ward_service *s, json_t *root, struct exec_request 
 		return -1;
 	if (svc_parse_policy(s, &r->policy, json_object_get(root, "policy"), e) < 0)
 		return -1;
+	if (svc_parse_credentials(key, json_object_get(root, "credentials"), &r->creds,
+				  &r->n_creds, e) < 0)
+		return -1;
 	return parse_timeout(s, r, json_object_get(root, "timeout"), e);
 }
 
-int exec_request_parse(struct ward_service *s, const char *body, size_t len,
-		       struct exec_request *r, struct ward_service_error *e)
+int exec_request_parse(struct ward_service *s, const struct ward_key_info *key, const char *body,
+		       size_t len, struct exec_request *r, struct ward_service_error *e)
 {
 	static const char *const known[] = { "language", "code", "command", "files", "policy",
-					     "timeout" };
+					     "timeout", "credentials" };
 	memset(r, 0, sizeof(*r));
 	json_t *root = svc_parse_object(body, len, known, ARRAY_SIZE(known), e);
 	if (!root)
 		return -1;
-	int rc = parse_body(s, root, r, e);
+	int rc = parse_body(s, key, root, r, e);
 	json_decref(root);
 	if (rc < 0)
 		exec_request_release(r);

@@ -16,8 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "base/util.h"
 #include "internal.h"
+#include "ward/egress.h"
 
 void ward_service_config_defaults(struct ward_service_config *c)
 {
@@ -35,6 +38,13 @@ void ward_service_config_defaults(struct ward_service_config *c)
 	c->pool[WARD_LANG_PYTHON] = 2;
 }
 
+static void free_strings(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 void ward_service_config_release(struct ward_service_config *c)
 {
 	free(c->keys_file);
@@ -44,6 +54,24 @@ void ward_service_config_release(struct ward_service_config *c)
 	free(c->state_dir);
 	json_decref(c->policy);
 	json_decref(c->tenants);
+	free_strings((char **)c->egress_resolve, c->n_egress_resolve);
+	free_strings((char **)c->egress_allow_private, c->n_egress_allow_private);
+	free_strings((char **)c->egress_dns, c->n_egress_dns);
+	free((char *)c->egress_ca);
+	for (size_t i = 0; i < c->n_egress_credentials; i++) {
+		struct ward_egress_credential *k =
+			(struct ward_egress_credential *)&c->egress_credentials[i];
+		free(k->name);
+		free(k->host);
+		free(k->path_prefix);
+		for (size_t j = 0; j < k->n_headers; j++) {
+			/* the secret: wiped before it is freed */
+			sodium_memzero(k->headers[j], strlen(k->headers[j]));
+			free(k->headers[j]);
+		}
+		free(k->headers);
+	}
+	free((void *)c->egress_credentials);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -245,11 +273,14 @@ int ward_service_new(struct ward_service_config *cfg, struct ward_service **out)
 	s->state_lock = -1;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->cfg.embedded) /* a program's own run: nobody to authenticate, no files API */
-		return s->epfd < 0 || load_policy(s) < 0 ? -1 : 0;
+		return s->epfd < 0 || load_policy(s) < 0 ||
+				       (s->cfg.egress && svc_egress_start(s) < 0)
+			       ? -1
+			       : 0;
 	if (!s->cfg.keys_file && !(s->cfg.keys_file = strdup(ward_keys_default_path())))
 		return -1;
-	if (s->epfd < 0 || load_policy(s) < 0 || open_audit(s) < 0 || svc_workers_start(s) < 0 ||
-	    warm_start(s) < 0)
+	if (s->epfd < 0 || load_policy(s) < 0 || open_audit(s) < 0 || svc_egress_start(s) < 0 ||
+	    svc_workers_start(s) < 0 || warm_start(s) < 0)
 		return -1;
 	keys_reload(s);
 	if (!s->keys)
@@ -277,6 +308,7 @@ void ward_service_free(struct ward_service *s)
 	if (!s)
 		return;
 	ward_service_close(s);
+	svc_egress_stop(s); /* after every sandbox: they hold attachments */
 	ward_audit_free(s->audit);
 	ward_keys_free(s->keys);
 	ward_policy_release(&s->policy);
@@ -307,6 +339,8 @@ void ward_service_dispatch(struct ward_service *s)
 			session_dispatch(s, w->ptr);
 		else if (w->kind == WATCH_WORKER)
 			svc_workers_dispatch(s);
+		else if (w->kind == WATCH_EGRESS)
+			svc_egress_dispatch(s);
 	}
 	exec_tick(s);
 	session_tick(s);

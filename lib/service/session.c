@@ -20,6 +20,8 @@
 
 #include "base/util.h"
 #include "session.h"
+#include "ward/egress.h"
+#include "ward/sandbox.h"
 
 const struct ward_key_info *session_owner(const struct session *se) { return &se->key; }
 const char *session_id(const struct session *se) { return se->id; }
@@ -142,6 +144,7 @@ void sess_free(struct session *se)
 {
 	ward_policy_release(&se->call);
 	json_decref(se->contexts);
+	ward_egress_credentials_free(se->creds, se->n_creds);
 	free(se);
 }
 
@@ -268,7 +271,7 @@ static void go_live(struct ward_service *s, struct session *se)
 static int create(struct ward_service *s, struct ward_reply *out, const struct ward_key_info *key,
 		  const char *body, size_t len)
 {
-	static const char *const known[] = { "image", "policy", "ttl" };
+	static const char *const known[] = { "image", "policy", "ttl", "credentials" };
 	json_t *root = sess_parse_body(out, body, len, known, ARRAY_SIZE(known));
 	if (!root)
 		return 0;
@@ -291,6 +294,9 @@ static int create(struct ward_service *s, struct ward_reply *out, const struct w
 		return svc_reply_error(out, 500, "internal", NULL, "out of memory");
 	}
 	int r = svc_parse_policy(s, &se->call, json_object_get(root, "policy"), &out->err);
+	if (r == 0)
+		r = svc_parse_credentials(key, json_object_get(root, "credentials"), &se->creds,
+					  &se->n_creds, &out->err);
 	json_decref(root);
 	if (r < 0 || svc_admit_session(s, key->tenant, se->call.memory, &out->err) < 0) {
 		sess_free(se);
@@ -380,4 +386,48 @@ int ward_session_delete(struct ward_service *s, const struct ward_session_call *
 	else
 		se->tomb_until_ns = 1;
 	return svc_reply(out, 200, json_pack("{s:s, s:s}", "id", se->id, "status", "deleted"));
+}
+
+int ward_session_network(struct ward_service *s, const struct ward_session_call *q,
+			 struct ward_reply *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct session *se = sess_find(s, q->key, q->id);
+	if (!se)
+		return svc_reply_error(out, 404, "not_found", "id", "no such session");
+	if (!se->live)
+		return sess_gone(out, se);
+	struct ward_egress_sandbox *att = se->k ? ward_sandbox_egress(ward_kernel_sandbox(se->k))
+						: NULL;
+	if (se->call.network.mode != WARD_NET_ALLOWLIST || !att)
+		return svc_reply_error(out, 409, "conflict", "network.mode",
+			    "the session was created without egress (network.mode \"none\"); "
+			    "create it with network.mode \"allowlist\" to change its allowlist");
+	struct ward_net_policy np;
+	struct ward_error err;
+	ward_error_clear(&err);
+	if (ward_net_policy_from_json(&np, q->body ? q->body : "", q->len, "network", &err) < 0) {
+		if (err.code == ENOMEM)
+			return svc_reply_error(out, 500, "internal", NULL, "out of memory");
+		return svc_reply_error(out, 400, "invalid_request",
+				       err.field[0] ? err.field : "network", "%s", err.message);
+	}
+	if (ward_net_policy_check_tighter(&s->policy.network, &np, &err) < 0) {
+		ward_net_policy_release(&np);
+		return svc_reply_error(out, 400, "invalid_request",
+				       err.field[0] ? err.field : "network", "%s", err.message);
+	}
+	if (ward_egress_update(att, &np, &err) < 0) {
+		ward_net_policy_release(&np);
+		return svc_reply_error(out, 500, "internal", NULL, "out of memory");
+	}
+	json_t *nj = ward_net_policy_to_json(&np);
+	ward_net_policy_release(&se->call.network);
+	se->call.network = np;
+	se->call.net = np.mode;
+	json_t *f = json_pack("{s:s, s:s, s:s, s:O?}", "session_id", se->id, "key_id", q->key->id,
+			      "tenant", q->key->tenant, "network", nj);
+	svc_audit(s, "session.network", f);
+	json_decref(f);
+	return svc_reply(out, 200, json_pack("{s:s, s:o?}", "id", se->id, "network", nj));
 }

@@ -65,6 +65,8 @@ struct session {
 	struct ward_answer *pend;
 	size_t unsent;               /* what the agent had not read at the last look */
 	uint64_t stall_since_ns;     /* since when it has read none of it (0: all read) */
+	struct ward_egress_credential *creds; /* the session's own egress rules */
+	size_t n_creds;
 };
 
 /* session.c */

@@ -367,6 +367,7 @@ SESSION_HANDLER(h_session_create, ward_session_create(rq->s->svc, &q, &r))
 SESSION_HANDLER(h_session_list, ward_session_list(rq->s->svc, &q, &r))
 SESSION_HANDLER(h_session_get, ward_session_get(rq->s->svc, &q, &r))
 SESSION_HANDLER(h_session_delete, ward_session_delete(rq->s->svc, &q, &r))
+SESSION_HANDLER(h_session_network, ward_session_network(rq->s->svc, &q, &r))
 SESSION_HANDLER(h_session_execute, ward_session_call(rq->s->svc, &q, true, &r))
 SESSION_HANDLER(h_session_command, ward_session_call(rq->s->svc, &q, false, &r))
 SESSION_HANDLER(h_command_status, ward_session_command(rq->s->svc, &q, false, &r))
@@ -394,6 +395,7 @@ static handler_fn *const handlers[] = {
 	[RH_FILE_GET] = h_file_get,
 	[RH_FILE_PUT] = h_file_put,
 	[RH_FILE_DELETE] = h_file_delete,
+	[RH_SESSION_NETWORK] = h_session_network,
 };
 _Static_assert(ARRAY_SIZE(handlers) == ROUTE_N_HANDLERS, "a handler for every route kind");
 

@@ -29,6 +29,8 @@ const struct route ward_routes[] = {
 	{ "GET", "/v1/sessions", SESSIONS, RH_SESSION_LIST, "session", RB_NONE },
 	{ "GET", "/v1/sessions/{id}", SESSIONS, RH_SESSION_GET, "session", RB_NONE },
 	{ "DELETE", "/v1/sessions/{id}", SESSIONS, RH_SESSION_DELETE, "session", RB_NONE },
+	{ "PUT", "/v1/sessions/{id}/network", SESSIONS, RH_SESSION_NETWORK, "session.network",
+	  RB_JSON },
 	{ "POST", "/v1/sessions/{id}/execute", SESSIONS, RH_SESSION_EXECUTE, "session.execute", RB_JSON },
 	{ "POST", "/v1/sessions/{id}/commands", SESSIONS, RH_SESSION_COMMAND, "session.command", RB_JSON },
 	{ "GET", "/v1/sessions/{id}/commands/{command_id}", SESSIONS, RH_COMMAND_STATUS,

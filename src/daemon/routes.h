@@ -40,6 +40,7 @@ enum route_handler {
 	RH_FILE_GET,
 	RH_FILE_PUT,
 	RH_FILE_DELETE,
+	RH_SESSION_NETWORK,
 	ROUTE_N_HANDLERS
 };
 

@@ -24,7 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	struct exec_request r;
 	struct ward_service_error e = { 0 };
-	if (exec_request_parse(&s, (const char *)data, size, &r, &e) == 0) {
+	/* every scope: the credentials parser is fed too */
+	static const struct ward_key_info key = { .tenant = "fuzz", .scopes = WARD_SCOPE_ALL };
+	if (exec_request_parse(&s, &key, (const char *)data, size, &r, &e) == 0) {
 		exec_request_release(&r);
 	} else {
 		json_t *error = ward_service_error_json(&e);

@@ -66,9 +66,9 @@ static void test_scopes(void)
 	char buf[WARD_KEY_SCOPES_MAX];
 	is_int(ward_keys_scopes_parse("execute,sessions", &m, &err), 0, "scopes parse");
 	is_int(m, WARD_SCOPE_EXECUTE | WARD_SCOPE_SESSIONS, "scopes bits");
-	is_int(ward_keys_scopes_parse("admin,files,sessions,execute", &m, &err), 0, "all scopes");
+	is_int(ward_keys_scopes_parse("admin,files,sessions,execute,credentials", &m, &err), 0, "all scopes");
 	is_int(m, WARD_SCOPE_ALL, "all bits");
-	is_str(ward_keys_scopes_format(m, buf, sizeof(buf)), "execute,sessions,files,admin",
+	is_str(ward_keys_scopes_format(m, buf, sizeof(buf)), "execute,sessions,files,admin,credentials",
 	       "format in bit order");
 	is_str(ward_keys_scopes_format(WARD_SCOPE_FILES, buf, sizeof(buf)), "files", "format one");
 	is_str(ward_keys_scope_name(WARD_SCOPE_ADMIN), "admin", "scope name");
@@ -80,10 +80,10 @@ static void test_scopes(void)
 		{ "execute,,files", "empty scope in 'execute,,files'" },
 		{ "execute,", "empty scope in 'execute,'" },
 		{ ",execute", "empty scope in ',execute'" },
-		{ "root", "unknown scope 'root' (expected execute, sessions, files or admin)" },
-		{ "EXECUTE", "unknown scope 'EXECUTE' (expected execute, sessions, files or admin)" },
+		{ "root", "unknown scope 'root' (expected execute, sessions, files, admin or credentials)" },
+		{ "EXECUTE", "unknown scope 'EXECUTE' (expected execute, sessions, files, admin or credentials)" },
 		{ "files,files", "duplicate scope 'files'" },
-		{ "exec\033[1m", "unknown scope 'exec?[1m' (expected execute, sessions, files or admin)" },
+		{ "exec\033[1m", "unknown scope 'exec?[1m' (expected execute, sessions, files, admin or credentials)" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		m = 99;
@@ -317,7 +317,7 @@ static void test_malformed(void)
 		{ LINE("012345678901", ""),
 		  "line 2: id: duplicate key id '012345678901' (also on line 1)" },
 		{ "{\"id\":\"aaaaaaaaaaaa\",\"tenant\":\"t\",\"scopes\":[\"root\"]}\n",
-		  "line 2: scopes: unknown scope 'root' (expected execute, sessions, files or admin)" },
+		  "line 2: scopes: unknown scope 'root' (expected execute, sessions, files, admin or credentials)" },
 		{ "{\"id\":\"aaaaaaaaaaaa\",\"tenant\":\"t\",\"scopes\":[]}\n",
 		  "line 2: scopes: expected a non-empty array of scope names" },
 		{ "{\"id\":\"aaaaaaaaaaaa\",\"tenant\":\"t\",\"scopes\":[\"files\"],\"salt\":\"00\"}\n",

@@ -160,6 +160,50 @@ static void one_execution(struct ward_service *svc, const struct ward_key_info *
 	ok(ward_service_idle(svc), "nothing left running");
 }
 
+/* Credential rules: every refusal names the field and never the secret;
+ * a key without the scope is refused before anything is parsed. */
+static void credentials(struct ward_service *svc, struct ward_key_info *key)
+{
+	static const struct {
+		const char *creds, *field, *why;
+	} bad[] = {
+		{ "{}", "credentials", "not an array" },
+		{ "[{\"name\":\"Gh\",\"host\":\"a.test\",\"headers\":{\"X\":\"s3cret\"}}]",
+		  "credentials", "a name with a capital" },
+		{ "[{\"name\":\"gh\",\"host\":\"10.0.0.1\",\"headers\":{\"X\":\"s3cret\"}}]",
+		  "credentials", "an address as host" },
+		{ "[{\"name\":\"gh\",\"host\":\"a.test:443\",\"headers\":{\"X\":\"s3cret\"}}]",
+		  "credentials", "a host with a port" },
+		{ "[{\"name\":\"gh\",\"host\":\"a.test\",\"headers\":{\"X\":\"s3cret\\r\\nY: 1\"}}]",
+		  "credentials", "a value with CR LF" },
+		{ "[{\"name\":\"gh\",\"host\":\"a.test\",\"headers\":{\"X Y\":\"s3cret\"}}]",
+		  "credentials", "a header name with a space" },
+		{ "[{\"name\":\"gh\",\"host\":\"a.test\",\"headers\":{}}]", "credentials",
+		  "no header" },
+		{ "[{\"name\":\"gh\",\"host\":\"a.test\",\"path_prefix\":\"v1\","
+		  "\"headers\":{\"X\":\"s3cret\"}}]", "credentials", "a prefix without '/'" },
+		{ "[{\"name\":\"gh\",\"host\":\"a.test\",\"headers\":{\"X\":\"s3cret\"},"
+		  "\"value\":1}]", "credentials", "an unknown field" },
+	};
+	char body[512];
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ward_reply r;
+		snprintf(body, sizeof(body), "{\"command\":[\"true\"],\"credentials\":%s}",
+			 bad[i].creds);
+		ward_service_execute(svc, key, body, strlen(body), false, &r);
+		bool secret = strstr(r.err.message, "s3cret") != NULL;
+		ok(!secret && refused(&r, 400, "invalid_request", bad[i].field),
+		   "credentials: %s is refused without showing the secret", bad[i].why);
+	}
+	struct ward_key_info k2 = *key;
+	k2.scopes &= ~(unsigned)WARD_SCOPE_CREDENTIALS;
+	struct ward_reply r;
+	snprintf(body, sizeof(body), "{\"command\":[\"true\"],\"credentials\":[{\"name\":"
+		 "\"gh\",\"host\":\"a.test\",\"headers\":{\"X\":\"s3cret\"}}]}");
+	ward_service_execute(svc, &k2, body, strlen(body), false, &r);
+	ok(refused(&r, 403, "forbidden", "credentials"), "credentials need the scope 'credentials'");
+}
+
 int main(void)
 {
 	char tmp[] = "/tmp/t-service.XXXXXX";
@@ -179,6 +223,7 @@ int main(void)
 	ward_service_free(svc);
 	svc = service(4, tmp);
 	refusals(svc, &key);
+	credentials(svc, &key);
 	uploads(svc);
 	one_execution(svc, &key);
 	ward_service_free(svc);
