@@ -50,6 +50,14 @@ struct ward_cli_run {
 	const char *function;
 	const char *args;
 	bool keep_going;         /* exec: run later cells after an error */
+	/* the egress proxy's operator settings (ward/egress.h) */
+	char **egress_resolve;          /* --egress-resolve NAME=IP */
+	size_t n_egress_resolve;
+	char **egress_allow_private;    /* --egress-allow-private CIDR */
+	size_t n_egress_allow_private;
+	char **egress_dns;              /* --egress-dns ADDR[:PORT] */
+	size_t n_egress_dns;
+	char *egress_ca;                /* --egress-ca FILE */
 };
 
 /* Parses argv (argv[0] is the subcommand). Returns 0 or -EINVAL with err
