@@ -713,6 +713,31 @@ WARD_EXPORT int ward_sandbox_stats(const struct ward_sandbox *sb, struct ward_sa
  * checked every CPU_POLL_MS: RLIMIT_CPU alone counts per process. */
 enum { CPU_POLL_MS = 50 };
 
+/* An allowlist sandbox's listeners come with the RUNNING record, a few
+ * milliseconds after the claim. Its connections wait in their backlog until
+ * the proxy has them, so they must not wait for the caller to read the
+ * report channel, which not every caller watches (a kernel's loop, the
+ * service's commands): every caller calls ward_sandbox_check, and until the
+ * record came it looks for it, without waiting, every ATTACH_POLL_MS. Only
+ * a RUNNING record is taken here (peeked first, without its fds): the final
+ * one is left to the caller's own reading. True while still waiting. */
+enum { ATTACH_POLL_MS = 5 };
+
+static bool read_record(struct ward_sandbox *r);
+
+static bool egress_pending(struct ward_sandbox *sb)
+{
+	if (!sb->egress || sb->att || sb->egress_failed || sb->rep_complete || sb->rep_eof)
+		return false;
+	struct ward_report rec;
+	ssize_t n = recv(sb->report[0], &rec, sizeof(rec), MSG_PEEK | MSG_DONTWAIT);
+	if ((n < 0 && (errno == EAGAIN || errno == EINTR)) || (n > 0 && n < (ssize_t)sizeof(rec)))
+		return true;
+	if (n == (ssize_t)sizeof(rec) && rec.kind == WARD_REPORT_RUNNING)
+		read_record(sb); /* a record is sent whole: this does not wait */
+	return false;
+}
+
 WARD_EXPORT int ward_sandbox_check(struct ward_sandbox *sb)
 {
 	if (sb->exited || sb->killed_for || !sb->claimed)
@@ -732,7 +757,11 @@ WARD_EXPORT int ward_sandbox_check(struct ward_sandbox *sb)
 		}
 	}
 	int t = (int)((sb->deadline_ns - now) / 1000000 + 1);
-	return sb->poll_cpu && t > CPU_POLL_MS ? CPU_POLL_MS : t;
+	if (sb->poll_cpu && t > CPU_POLL_MS)
+		t = CPU_POLL_MS;
+	if (egress_pending(sb) && t > ATTACH_POLL_MS)
+		t = ATTACH_POLL_MS;
+	return t;
 }
 
 WARD_EXPORT bool ward_sandbox_exited(struct ward_sandbox *sb)

@@ -354,9 +354,11 @@ static bool serve_one(void)
 #endif
 
 /* Runs argv in a sandbox of mode; with serve, answers one captured
- * connection once the listeners are attached. */
-static int run_sandbox(enum ward_net_mode mode, struct ward_egress *egress, char *const argv[],
-		       bool serve, struct run *res)
+ * connection once the listeners are attached. With quiet_report, the loop
+ * is a kernel's or the service's: it never watches the report channel and
+ * sleeps as long as ward_sandbox_check says. */
+static int run_sandbox_loop(enum ward_net_mode mode, struct ward_egress *egress,
+			    char *const argv[], bool serve, bool quiet_report, struct run *res)
 {
 	struct ward_policy p;
 	struct ward_sandbox *sb = NULL;
@@ -366,6 +368,7 @@ static int run_sandbox(enum ward_net_mode mode, struct ward_egress *egress, char
 	ward_policy_init(&p, &res->err);
 	p.network.mode = mode;
 	p.net = mode;
+	p.timeout_ms = 15000;
 	struct ward_sandbox_options so = { .egress = egress, .tenant = "t-netcap" };
 	res->rc = ward_sandbox_start(&p, argv, &so, &sb, &res->err);
 	ward_policy_release(&p);
@@ -377,7 +380,8 @@ static int run_sandbox(enum ward_net_mode mode, struct ward_egress *egress, char
 		/* the supervisor's loop: the report channel and the program's output */
 		struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN },
 					 { .fd = ward_sandbox_report_fd(sb), .events = POLLIN } };
-		if (poll(pfd, pfd[1].fd >= 0 ? 2 : 1, 30000) <= 0)
+		int t = ward_sandbox_check(sb);
+		if (poll(pfd, pfd[1].fd >= 0 && !quiet_report ? 2 : 1, t < 0 ? 30000 : t) < 0)
 			break;
 		if (pfd[1].revents)
 			ward_sandbox_program_ended(sb);
@@ -396,6 +400,12 @@ static int run_sandbox(enum ward_net_mode mode, struct ward_egress *egress, char
 	res->rc = ward_sandbox_end(sb, &res->v, &res->err);
 	ward_sandbox_release(sb);
 	return served ? res->rc : -EPROTO;
+}
+
+static int run_sandbox(enum ward_net_mode mode, struct ward_egress *egress, char *const argv[],
+		       bool serve, struct run *res)
+{
+	return run_sandbox_loop(mode, egress, argv, serve, false, res);
 }
 
 static bool have_python(void)
@@ -454,6 +464,20 @@ static void sandbox_fake(void)
 	has_str(res.out, "reply=pong", "... and the rules still capture: the proxy's side answered");
 	ok(res.v.network.present && res.v.network.connections == 1,
 	   "the verdict has the proxy's network usage");
+
+	/* a caller that never reads the report channel (a kernel's loop, the
+	 * service's commands): the listeners still reach the proxy before
+	 * the program's first connection needs them */
+	char *early[] = { "/usr/bin/python3", "-c",
+			  "import socket\n"
+			  "c = socket.create_connection(('93.184.216.34', 80), timeout=20)\n"
+			  "c.sendall(b'ping'); print(c.recv(4).decode())\n", NULL };
+	r = run_sandbox_loop(WARD_NET_ALLOWLIST, e, early, true, true, &res);
+	ok(r == 0 && strcmp(res.out, "pong\n") == 0,
+	   "a loop that watches only the program's output attaches the listeners at once");
+	if (r != 0)
+		diag("status %s, output '%s'", ward_status_name(res.v.status), res.out);
+	ward_verdict_release(&res.v);
 
 	/* a proxy that refuses the sandbox: killed, a setup failure */
 	egress_fake_fail = true;
