@@ -38,6 +38,7 @@
 #include "sandbox.h"
 #include "ward/egress.h"
 #include "ward/sandbox.h"
+#include "ward/zygote.h"
 #ifndef WARD_HAVE_EGRESS
 #include "egress-fake.h"
 #endif
@@ -323,6 +324,9 @@ static const char probe_py[] =
 	"t('reply', capture)\n"
 	"print(' '.join(out), flush=True)\n";
 
+/* When set, sandboxes are cloned by this launcher (ward/zygote.h). */
+static struct ward_launcher *test_launcher;
+
 struct run {
 	struct ward_verdict v;
 	struct ward_error err;
@@ -369,7 +373,8 @@ static int run_sandbox_loop(enum ward_net_mode mode, struct ward_egress *egress,
 	p.network.mode = mode;
 	p.net = mode;
 	p.timeout_ms = 15000;
-	struct ward_sandbox_options so = { .egress = egress, .tenant = "t-netcap" };
+	struct ward_sandbox_options so = { .egress = egress, .tenant = "t-netcap",
+					   .launcher = test_launcher };
 	res->rc = ward_sandbox_start(&p, argv, &so, &sb, &res->err);
 	ward_policy_release(&p);
 	if (res->rc < 0)
@@ -478,6 +483,34 @@ static void sandbox_fake(void)
 	if (r != 0)
 		diag("status %s, output '%s'", ward_status_name(res.v.status), res.out);
 	ward_verdict_release(&res.v);
+
+	/* through a launcher, which builds its own plan from the policy's
+	 * JSON: the capture comes with it, or the run is refused */
+	struct ward_error lerr;
+	test_launcher = ward_launcher_start(&lerr);
+	if (test_launcher) {
+		struct ward_policy lp;
+		ward_policy_init(&lp, &lerr);
+		lp.network.mode = lp.net = WARD_NET_ALLOWLIST;
+		char *json = ward_policy_to_json(&lp);
+		bool carried = json && strstr(json, "allowlist");
+		free(json);
+		ward_policy_release(&lp);
+		r = run_sandbox_loop(WARD_NET_ALLOWLIST, e, early, carried, false, &res);
+		if (carried)
+			ok(r == 0 && strcmp(res.out, "pong\n") == 0,
+			   "through a launcher: the capture and the listeners come with it");
+		else
+			ok(r < 0 && strcmp(res.err.layer, "net") == 0 &&
+			   strstr(res.err.message, "another network.mode"),
+			   "through a launcher whose policy JSON lacks network.mode: refused (%s)",
+			   res.err.message);
+		ward_verdict_release(&res.v);
+		ward_launcher_stop(test_launcher);
+		test_launcher = NULL;
+	} else {
+		skip("no launcher here: %s", lerr.message);
+	}
 
 	/* a proxy that refuses the sandbox: killed, a setup failure */
 	egress_fake_fail = true;
