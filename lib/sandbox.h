@@ -53,8 +53,10 @@ struct ward_mount_op {
 	int fd;                /* BIND: open_tree fd, filled in the child */
 };
 
-/* Where a sandbox with credential rules finds the proxy's CA bundle. */
-#define WARD_EGRESS_CA_PATH "/etc/ward/egress-ca.pem"
+/* Where a sandbox with credential rules finds the proxy's CA bundle (its
+ * mount point is part of an allowlist sandbox's /etc). */
+#define WARD_EGRESS_CA_ETC "ward/egress-ca.pem"
+#define WARD_EGRESS_CA_PATH "/etc/" WARD_EGRESS_CA_ETC
 
 /* The hostname of a policy that names none. */
 #define WARD_DEFAULT_HOSTNAME "sandbox"

@@ -103,7 +103,7 @@ static int generated(struct ward_plan *plan, struct ward_etc_entry *e, size_t *n
 		{ "resolv.conf", allowlist ? "nameserver 127.0.0.1\n" : "" },
 		/* the mount point of the proxy's CA bundle (bound when the proxy
 		 * has one: lib/supervise.c); empty otherwise */
-		{ WARD_EGRESS_CA_PATH + 5, "" },
+		{ WARD_EGRESS_CA_ETC, "" },
 	};
 	size_t n_files = ARRAY_SIZE(files) - (allowlist ? 0 : 1);
 	for (size_t i = 0; i < n_files; i++) {
