@@ -264,6 +264,18 @@ static void layer_allowlist(void)
 		diag("%s", ward_error_format(&err, buf, sizeof(buf)));
 	else
 		capture_checks(&plan, v6);
+
+	/* every ACK is read: a step the kernel refuses fails the layer (here
+	 * the route, which exists already) and makes no listener */
+	struct ward_plan again;
+	memset(&again, 0, sizeof(again));
+	again.policy = &pol;
+	again.egress = (struct ward_egress_fds){ -1, -1, -1 };
+	ward_error_clear(&err);
+	r = ward_net_apply(&again, &err);
+	ok(r == -EEXIST && strcmp(err.layer, "net") == 0 &&
+	   strstr(err.message, "IPv4 default route") && again.egress.tcp4 < 0,
+	   "a refused step fails closed, naming it: %s", ward_error_format(&err, buf, sizeof(buf)));
 	ward_policy_release(&pol);
 }
 
@@ -324,8 +336,10 @@ static const char probe_py[] =
 	"t('reply', capture)\n"
 	"print(' '.join(out), flush=True)\n";
 
-/* When set, sandboxes are cloned by this launcher (ward/zygote.h). */
+/* When set, sandboxes are cloned by this launcher (ward/zygote.h), and
+ * their policy gets this variable. */
 static struct ward_launcher *test_launcher;
+static const char *test_env;
 
 struct run {
 	struct ward_verdict v;
@@ -373,6 +387,8 @@ static int run_sandbox_loop(enum ward_net_mode mode, struct ward_egress *egress,
 	p.network.mode = mode;
 	p.net = mode;
 	p.timeout_ms = 15000;
+	if (test_env)
+		ward_policy_set(&p, "env", test_env, "t-netcap", &res->err);
 	struct ward_sandbox_options so = { .egress = egress, .tenant = "t-netcap",
 					   .launcher = test_launcher };
 	res->rc = ward_sandbox_start(&p, argv, &so, &sb, &res->err);
@@ -543,6 +559,15 @@ static void sandbox_fake(void)
 		unlink(path);
 		rmdir(dir);
 	}
+
+	/* the policy's own value of a proxy variable wins */
+	char *env[] = { "/bin/sh", "-c", "echo \"$NO_PROXY $HTTP_PROXY\"", NULL };
+	test_env = "NO_PROXY=localhost,.internal.test";
+	run_sandbox(WARD_NET_ALLOWLIST, e, env, false, &res);
+	test_env = NULL;
+	is_str(res.out, "localhost,.internal.test " WARD_EGRESS_PROXY_URL "\n",
+	       "the policy's NO_PROXY wins; the others stay");
+	ward_verdict_release(&res.v);
 
 	/* mode none: nothing of the above */
 	char *none[] = { "/bin/sh", "-c", "echo \"[$HTTP_PROXY]\"; cat /etc/resolv.conf; "
