@@ -56,6 +56,7 @@ struct launch_req {
 	struct ward_rlimit rlimits[WARD_PLAN_MAX_RLIMITS]; /* the supervisor's (cgroup stand-ins) */
 	uint32_t has_cgroup_fd;
 	uint32_t n_cg_tasks;
+	uint32_t net_mode;            /* the supervisor's network.mode: the helper's must match */
 	uint64_t blob_len;
 };
 
@@ -294,6 +295,7 @@ long ward_launcher_spawn(struct ward_launcher *l, const struct ward_plan *plan, 
 		.magic = LAUNCH_MAGIC, .degraded = plan->degraded, .cap_last = plan->cap_last,
 		.n_rlimits = (uint32_t)plan->n_rlimits, .has_cgroup_fd = cgroup_fd >= 0,
 		.n_cg_tasks = (uint32_t)plan->n_cg_tasks, .blob_len = (uint64_t)st.st_size,
+		.net_mode = (uint32_t)plan->policy->network.mode,
 	};
 	memcpy(req.rlimits, plan->rlimits, sizeof(req.rlimits));
 	int fds[LAUNCH_MAX_FDS] = { memfd, plan->stdio[0], plan->stdio[1], plan->stdio[2],
@@ -403,6 +405,11 @@ static int build(const struct launch_req *req, const int *fds, struct decoded *d
 		r = ward_plan_build(plan, *pp, d->argv, &d->opts, err);
 	if (r < 0)
 		return r;
+	/* the egress capture is the init's to install: a policy whose copy
+	 * lost its network mode must not start without it */
+	if ((uint32_t)plan->policy->network.mode != req->net_mode)
+		return ward_error_set(err, EPROTO, "net", "the launcher's copy of the policy has "
+				      "another network.mode than the supervisor's");
 	/* what the supervisor decided after its own build */
 	plan->degraded |= req->degraded;
 	plan->cap_last = req->cap_last;

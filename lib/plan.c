@@ -62,6 +62,13 @@ int ward_plan_build(struct ward_plan *plan, const struct ward_policy_plan *base,
 	plan->workdir = policy->workdir ? policy->workdir : "/workspace";
 	plan->hostname = policy->hostname ? policy->hostname : WARD_DEFAULT_HOSTNAME;
 	plan->allow_degrade = policy->allow_degrade;
+	plan->egress = (struct ward_egress_fds){ -1, -1, -1 };
+	/* the supervisor adds the proxy's CA bundle as one of ward's binds
+	 * (a launcher gets it with the others): the environment follows */
+	for (size_t i = 0; i < plan->n_extra_binds; i++)
+		if (policy->network.mode == WARD_NET_ALLOWLIST &&
+		    strcmp(plan->extra_binds[i].inside, WARD_EGRESS_CA_PATH) == 0)
+			plan->egress_ca = true;
 
 	if (!argv || !argv[0] || !argv[0][0])
 		return ward_error_set(err, EINVAL, "plan", "no program to run");

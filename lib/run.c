@@ -138,7 +138,8 @@ int ward_run_ended(const struct ward_policy *policy, char *const argv[],
 		   const struct ward_run_options *opts, struct ward_verdict *v,
 		   struct ward_error *err, struct ward_sandbox **sbp)
 {
-	struct ward_sandbox_options so = { .stdin_pipe = opts && opts->stdin_fd >= 0 };
+	struct ward_sandbox_options so = { .stdin_pipe = opts && opts->stdin_fd >= 0,
+					   .egress = opts ? opts->egress : NULL };
 	struct ward_sandbox *sb;
 	uint64_t start = ward_now_ns();
 	*sbp = NULL;

@@ -1,5 +1,6 @@
 /* lib/sandbox-child.h — what the sandbox's init reports to its supervisor
- * (internal). One fixed-size record, written once over a pipe. */
+ * (internal). Fixed-size records over a socket: RUNNING (with fds), then
+ * the ending. */
 #ifndef WARD_SANDBOX_CHILD_H
 #define WARD_SANDBOX_CHILD_H
 
@@ -26,7 +27,19 @@ struct ward_report {
 	uint64_t cpu_sys_us;
 	uint64_t maxrss_kb;
 	bool disk_full;            /* /workspace or /tmp had no space or inodes left */
+	uint32_t passed;           /* RUNNING: the WARD_PASS_* fds that ride with it */
 	struct ward_error err;
+};
+
+/* The fds a RUNNING record carries (SCM_RIGHTS), in this order, each one
+ * only when its bit is set in ward_report.passed: the sandbox's root, then
+ * the egress proxy's listeners (struct ward_egress_fds). */
+enum {
+	WARD_PASS_ROOT = 1u << 0,
+	WARD_PASS_TCP4 = 1u << 1,
+	WARD_PASS_TCP6 = 1u << 2,
+	WARD_PASS_DNS4 = 1u << 3,
+	WARD_PASS_MAX = 4,
 };
 
 /* The cloned child's entry point. Never returns. */

@@ -177,30 +177,46 @@ fail:
 
 /* The RUNNING record carries an O_PATH fd of the sandbox's root: the
  * supervisor reads files out through it (artifacts) without /proc, which a
- * rootless supervisor could not use on a non-dumpable init. */
-static void send_running(int fd, struct ward_report *rep)
+ * rootless supervisor could not use on a non-dumpable init. With an
+ * allowlist it also carries the proxy's listeners (lib/layers/net.c), which
+ * the init then closes: from here on only the supervisor's side holds them
+ * (the program never did: they are close-on-exec). rep->passed says which
+ * fds came, in the order of the WARD_PASS_* bits; it is cleared after the
+ * send, so the final report carries none. */
+static void send_running(int fd, struct ward_plan *plan, struct ward_report *rep)
 {
+	int fds[WARD_PASS_MAX], n = 0;
 	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	const int have[WARD_PASS_MAX] = { root, plan->egress.tcp4, plan->egress.tcp6,
+					  plan->egress.dns4 };
+	rep->passed = 0;
+	for (int i = 0; i < WARD_PASS_MAX; i++)
+		if (have[i] >= 0) {
+			fds[n++] = have[i];
+			rep->passed |= 1u << i;
+		}
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(fds))];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = { .iov_base = rep, .iov_len = sizeof(*rep) };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (root >= 0) {
+	if (n > 0) {
 		memset(&u, 0, sizeof(u));
 		msg.msg_control = u.buf;
-		msg.msg_controllen = sizeof(u.buf);
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
 		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &root, sizeof(int));
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
 	}
 	while (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR)
 		;
-	if (root >= 0)
-		close(root);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	plan->egress = (struct ward_egress_fds){ -1, -1, -1 };
+	rep->passed = 0;
 }
 
 static __attribute__((noreturn)) void report_and_exit(int fd, struct ward_report *rep)
@@ -373,7 +389,7 @@ void ward_child_main(struct ward_plan *plan, int sync_fd, int report_in)
 	/* The program runs: say which layers it got, in case the init is
 	 * killed before it can send the final report. */
 	rep.kind = WARD_REPORT_RUNNING;
-	send_running(REPORT_FD, &rep);
+	send_running(REPORT_FD, plan, &rep);
 	/* The init keeps nothing it does not need: no capabilities left. */
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct caps[2] = { { 0 } };
@@ -440,7 +456,7 @@ void ward_child_main_return(struct ward_plan *plan, int sync_fd, int report_in)
 	}
 	struct ward_report copy = *rep;
 	copy.kind = WARD_REPORT_RUNNING;
-	send_running(REPORT_FD, &copy);
+	send_running(REPORT_FD, plan, &copy);
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct caps[2] = { { 0 } };
 	syscall(SYS_capset, &hdr, caps);

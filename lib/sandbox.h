@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "ward/egress.h"
 #include "ward/error.h"
 #include "ward/policy.h"
 #include "ward/sandbox.h"
@@ -51,6 +52,11 @@ struct ward_mount_op {
 	bool noexec;           /* BIND: read-only data, mounted noexec too */
 	int fd;                /* BIND: open_tree fd, filled in the child */
 };
+
+/* Where a sandbox with credential rules finds the proxy's CA bundle (its
+ * mount point is part of an allowlist sandbox's /etc). */
+#define WARD_EGRESS_CA_ETC "ward/egress-ca.pem"
+#define WARD_EGRESS_CA_PATH "/etc/" WARD_EGRESS_CA_ETC
 
 /* The hostname of a policy that names none. */
 #define WARD_DEFAULT_HOSTNAME "sandbox"
@@ -119,6 +125,14 @@ struct ward_plan {
 	int landlock_abi;      /* probed in the parent; 0 when unavailable */
 
 	struct sock_fprog seccomp; /* compiled in the parent (owned) */
+
+	/* network.mode "allowlist": the proxy's listeners, made by the init
+	 * in the sandbox's network namespace (lib/layers/net.c) and passed
+	 * to the supervisor with the RUNNING record; -1 where absent */
+	struct ward_egress_fds egress;
+	/* the proxy's CA bundle is bound at WARD_EGRESS_CA_PATH (one of the
+	 * extra binds): the program's environment names it */
+	bool egress_ca;
 
 	uint32_t allow_degrade;
 	uint32_t layers;       /* filled as layers apply */

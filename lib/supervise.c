@@ -25,6 +25,7 @@
 #include "kernel-internal.h" /* ward_sandbox_restart_clock */
 #include "launcher.h"
 #include "sandbox-child.h"
+#include "ward/egress.h"
 #include "ward/sandbox.h"
 
 
@@ -49,6 +50,18 @@ struct ward_sandbox {
 	int root_fd;            /* the sandbox's root, sent by its init */
 	uint64_t killed_user_us, killed_sys_us; /* sampled when it was killed */
 	struct ward_launcher *launcher; /* clones the init instead of us (options) */
+
+	/* network.mode "allowlist": the proxy (options), what attaching needs
+	 * (copied: the options need not outlive ward_sandbox_prepare), the
+	 * attachment once the init's listeners came, or why it failed */
+	struct ward_egress *egress;
+	char *tenant;
+	struct ward_egress_credential *creds;
+	size_t n_creds;
+	struct ward_bind *binds;        /* the options' binds plus the CA bundle's */
+	struct ward_egress_sandbox *att;
+	bool egress_failed;
+	struct ward_error egress_err;
 };
 
 static void close_pair(int p[2])
@@ -260,6 +273,18 @@ static void fill_limits(struct ward_sandbox *r, struct ward_verdict *v)
 	}
 }
 
+/* network.mode "allowlist" only: the proxy's counters of this sandbox
+ * (zero when it never got as far as running). */
+static void fill_network(struct ward_sandbox *r, struct ward_verdict *v)
+{
+	memset(&v->network, 0, sizeof(v->network));
+	if (!r->egress)
+		return;
+	if (r->att)
+		ward_egress_usage(r->att, &v->network);
+	v->network.present = true;
+}
+
 static int fill_verdict(struct ward_sandbox *r, struct ward_verdict *v, struct ward_error *err)
 {
 	v->layers = r->rep.layers;
@@ -276,6 +301,12 @@ static int fill_verdict(struct ward_sandbox *r, struct ward_verdict *v, struct w
 	v->usage.cpu_sys_ms = sys / 1000;
 	v->usage.peak_memory_bytes = r->rep.maxrss_kb * 1024;
 	bool complete = r->rep_complete;
+	if (r->egress_failed) { /* the program ran, without its proxy: killed at once */
+		v->status = WARD_STATUS_SETUP_FAILED;
+		v->setup = r->egress_err;
+		*err = r->egress_err;
+		return -(err->code ? err->code : EINVAL);
+	}
 	if (complete && r->rep.kind == WARD_REPORT_SETUP_FAILED) {
 		v->status = WARD_STATUS_SETUP_FAILED;
 		v->setup = r->rep.err;
@@ -309,6 +340,124 @@ static int fill_verdict(struct ward_sandbox *r, struct ward_verdict *v, struct w
 	return 0;
 }
 
+/* ---- egress: the options' part, kept until the init's listeners come ---- */
+
+static void creds_free(struct ward_egress_credential *c, size_t n)
+{
+	for (size_t i = 0; c && i < n; i++) {
+		free(c[i].name);
+		free(c[i].host);
+		free(c[i].path_prefix);
+		for (size_t j = 0; j < c[i].n_headers; j++) {
+			/* the values are secrets: not left in freed memory */
+			if (c[i].headers[j])
+				explicit_bzero(c[i].headers[j], strlen(c[i].headers[j]));
+			free(c[i].headers[j]);
+		}
+		free(c[i].headers);
+	}
+	free(c);
+}
+
+static char *dup_or_null(const char *s, bool *ok)
+{
+	char *d = s ? strdup(s) : NULL;
+	if (s && !d)
+		*ok = false;
+	return d;
+}
+
+static int creds_copy(struct ward_sandbox *r, const struct ward_egress_credential *c, size_t n)
+{
+	bool ok = true;
+	r->creds = n ? calloc(n, sizeof(*r->creds)) : NULL;
+	if (n && !r->creds)
+		return -ENOMEM;
+	for (size_t i = 0; ok && i < n; i++) {
+		struct ward_egress_credential *d = &r->creds[i];
+		r->n_creds++;
+		d->name = dup_or_null(c[i].name, &ok);
+		d->host = dup_or_null(c[i].host, &ok);
+		d->path_prefix = dup_or_null(c[i].path_prefix, &ok);
+		d->headers = c[i].n_headers ? calloc(c[i].n_headers, sizeof(char *)) : NULL;
+		ok = ok && (d->headers || !c[i].n_headers);
+		for (size_t j = 0; ok && j < c[i].n_headers; j++) {
+			d->n_headers++;
+			d->headers[j] = dup_or_null(c[i].headers[j], &ok);
+		}
+	}
+	return ok ? 0 : -ENOMEM;
+}
+
+static void egress_release(struct ward_sandbox *r)
+{
+	creds_free(r->creds, r->n_creds);
+	r->creds = NULL;
+	r->n_creds = 0;
+	free(r->tenant);
+	r->tenant = NULL;
+}
+
+/* Keeps what attaching needs, and adds the proxy's CA bundle (when it has
+ * one) to ward's own read-only binds: the plan binds it at
+ * WARD_EGRESS_CA_PATH and names it in the environment; a launcher gets it
+ * with the other binds. *o becomes the options the plan is built from. */
+static int egress_prepare(struct ward_sandbox *r, const struct ward_policy *policy,
+			  struct ward_sandbox_options *o, struct ward_error *err)
+{
+	if (policy->network.mode != WARD_NET_ALLOWLIST)
+		return 0;
+	if (!o->egress)
+		return ward_error_set(err, EINVAL, "net",
+				      "network.mode allowlist needs an egress proxy");
+	r->egress = o->egress;
+	r->tenant = strdup(o->tenant ? o->tenant : "");
+	if (!r->tenant || creds_copy(r, o->credentials, o->n_credentials) < 0)
+		return ward_error_set(err, ENOMEM, "net", "out of memory");
+	const char *bundle = ward_egress_ca_bundle(o->egress);
+	if (!bundle)
+		return 0;
+	r->binds = calloc(o->n_binds + 1, sizeof(*r->binds));
+	char *host = strdup(bundle);
+	if (!r->binds || !host) {
+		free(host);
+		return ward_error_set(err, ENOMEM, "net", "out of memory");
+	}
+	/* the first entry owns its strings; the others are the caller's */
+	r->binds[0] = (struct ward_bind){ .host = host, .inside = (char *)WARD_EGRESS_CA_PATH };
+	if (o->n_binds)
+		memcpy(r->binds + 1, o->binds, o->n_binds * sizeof(*r->binds));
+	o->binds = r->binds;
+	o->n_binds++;
+	return 0;
+}
+
+/* The init's listeners came with the RUNNING record: the proxy serves the
+ * sandbox from now on (connections made so far wait in the backlog). Any
+ * failure ends the sandbox with a setup failure: no proxy, no run. */
+static void egress_attach(struct ward_sandbox *r, struct ward_egress_fds *fds)
+{
+	int rc;
+	if (fds->tcp4 < 0 || fds->dns4 < 0) {
+		int *all[] = { &fds->tcp4, &fds->tcp6, &fds->dns4 };
+		for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+			if (*all[i] >= 0)
+				close(*all[i]);
+		rc = ward_error_set(&r->egress_err, EPROTO, "net",
+				    "the sandbox's init passed no egress listeners");
+	} else {
+		rc = ward_egress_attach(r->egress, r->id, r->tenant, &r->plan.policy->network,
+					r->creds, r->n_creds, fds, &r->att, &r->egress_err);
+	}
+	if (rc < 0) {
+		r->att = NULL;
+		r->egress_failed = true;
+		if (!r->egress_err.layer[0])
+			ward_strlcpy(r->egress_err.layer, "net", sizeof(r->egress_err.layer));
+		ward_sandbox_kill(r, WARD_KILL_CANCEL);
+	}
+}
+
 static void run_release(struct ward_sandbox *r)
 {
 	if (r->pid > 0) {
@@ -320,6 +469,10 @@ static void run_release(struct ward_sandbox *r)
 		close(r->pidfd);
 	if (r->root_fd >= 0)
 		close(r->root_fd);
+	/* after the kill: the proxy closes the listeners and connections */
+	ward_egress_detach(r->att);
+	r->att = NULL;
+	egress_release(r);
 	close_pair(r->sync);
 	close_pair(r->report);
 	close_pair(r->out);
@@ -328,6 +481,11 @@ static void run_release(struct ward_sandbox *r)
 	if (r->have_cg)
 		ward_cgroup_destroy(&r->cg, NULL);
 	ward_plan_release(&r->plan);
+	if (r->binds) {
+		free(r->binds[0].host);
+		free(r->binds);
+		r->binds = NULL;
+	}
 	ward_policy_plan_unref(r->pp);
 	r->pp = NULL;
 }
@@ -353,18 +511,26 @@ WARD_EXPORT int ward_sandbox_prepare(const struct ward_policy *policy, char *con
 	r->launcher = opts ? opts->launcher : NULL;
 	ward_id_new(r->id, sizeof(r->id), NULL, 8);
 
+	struct ward_sandbox_options o;
+	if (opts)
+		o = *opts;
+	else
+		memset(&o, 0, sizeof(o));
+	/* before anything is made: an allowlist without a proxy fails closed */
+	int rc = egress_prepare(r, policy, &o, err);
 	struct ward_plan_cache *cache = ward_plan_cache_default();
-	r->pp = cache ? ward_plan_cache_get(cache, policy, err) : NULL;
-	int rc = r->pp ? 0 : (cache ? -(err->code ? err->code : ENOMEM)
-				    : ward_error_set(err, ENOMEM, "plan", "out of memory"));
+	r->pp = rc == 0 && cache ? ward_plan_cache_get(cache, policy, err) : NULL;
+	if (rc == 0 && !r->pp)
+		rc = cache ? -(err->code ? err->code : ENOMEM)
+			   : ward_error_set(err, ENOMEM, "plan", "out of memory");
 	if (rc == 0)
-		rc = ward_plan_build(&r->plan, r->pp, argv, opts, err);
+		rc = ward_plan_build(&r->plan, r->pp, argv, &o, err);
 	if (rc == 0) {
 		r->plan.cap_last = cap_last();
 		rc = setup_cgroup(r, r->id, err);
 	}
 	if (rc == 0)
-		rc = open_pipes(r, opts, err);
+		rc = open_pipes(r, &o, err);
 	if (rc == 0)
 		rc = start_child(r, err);
 	if (rc < 0) {
@@ -423,6 +589,10 @@ WARD_EXPORT int ward_sandbox_start(const struct ward_policy *policy, char *const
 }
 
 WARD_EXPORT const char *ward_sandbox_id(const struct ward_sandbox *sb) { return sb->id; }
+WARD_EXPORT struct ward_egress_sandbox *ward_sandbox_egress(const struct ward_sandbox *sb)
+{
+	return sb->att;
+}
 WARD_EXPORT int ward_sandbox_stdin(const struct ward_sandbox *sb) { return sb->in[1]; }
 WARD_EXPORT int ward_sandbox_stdout(const struct ward_sandbox *sb) { return sb->out[0]; }
 WARD_EXPORT int ward_sandbox_stderr(const struct ward_sandbox *sb) { return sb->err[0]; }
@@ -543,6 +713,31 @@ WARD_EXPORT int ward_sandbox_stats(const struct ward_sandbox *sb, struct ward_sa
  * checked every CPU_POLL_MS: RLIMIT_CPU alone counts per process. */
 enum { CPU_POLL_MS = 50 };
 
+/* An allowlist sandbox's listeners come with the RUNNING record, a few
+ * milliseconds after the claim. Its connections wait in their backlog until
+ * the proxy has them, so they must not wait for the caller to read the
+ * report channel, which not every caller watches (a kernel's loop, the
+ * service's commands): every caller calls ward_sandbox_check, and until the
+ * record came it looks for it, without waiting, every ATTACH_POLL_MS. Only
+ * a RUNNING record is taken here (peeked first, without its fds): the final
+ * one is left to the caller's own reading. True while still waiting. */
+enum { ATTACH_POLL_MS = 5 };
+
+static bool read_record(struct ward_sandbox *r);
+
+static bool egress_pending(struct ward_sandbox *sb)
+{
+	if (!sb->egress || sb->att || sb->egress_failed || sb->rep_complete || sb->rep_eof)
+		return false;
+	struct ward_report rec;
+	ssize_t n = recv(sb->report[0], &rec, sizeof(rec), MSG_PEEK | MSG_DONTWAIT);
+	if ((n < 0 && (errno == EAGAIN || errno == EINTR)) || (n > 0 && n < (ssize_t)sizeof(rec)))
+		return true;
+	if (n == (ssize_t)sizeof(rec) && rec.kind == WARD_REPORT_RUNNING)
+		read_record(sb); /* a record is sent whole: this does not wait */
+	return false;
+}
+
 WARD_EXPORT int ward_sandbox_check(struct ward_sandbox *sb)
 {
 	if (sb->exited || sb->killed_for || !sb->claimed)
@@ -562,7 +757,11 @@ WARD_EXPORT int ward_sandbox_check(struct ward_sandbox *sb)
 		}
 	}
 	int t = (int)((sb->deadline_ns - now) / 1000000 + 1);
-	return sb->poll_cpu && t > CPU_POLL_MS ? CPU_POLL_MS : t;
+	if (sb->poll_cpu && t > CPU_POLL_MS)
+		t = CPU_POLL_MS;
+	if (egress_pending(sb) && t > ATTACH_POLL_MS)
+		t = ATTACH_POLL_MS;
+	return t;
 }
 
 WARD_EXPORT bool ward_sandbox_exited(struct ward_sandbox *sb)
@@ -580,15 +779,45 @@ WARD_EXPORT bool ward_sandbox_exited(struct ward_sandbox *sb)
 	return sb->exited;
 }
 
-/* Reads one report record, keeping an fd that comes with it. Returns false
+/* The fds of a complete record, by the WARD_PASS_* bits it names: the
+ * root, and the egress listeners, which go to the proxy at once. Fds that
+ * do not match the bits (a truncated control message) are all closed. */
+static void take_fds(struct ward_sandbox *r, const struct ward_report *rec, int *fds, int n)
+{
+	int slot[WARD_PASS_MAX] = { -1, -1, -1, -1 };
+	int want = __builtin_popcount(rec->passed & ((1u << WARD_PASS_MAX) - 1));
+	for (int i = 0, k = 0; i < WARD_PASS_MAX && want == n; i++)
+		if (rec->passed & (1u << i))
+			slot[i] = fds[k++];
+	if (want != n)
+		for (int i = 0; i < n; i++)
+			close(fds[i]);
+	if (slot[0] >= 0 && r->root_fd < 0)
+		r->root_fd = slot[0];
+	else if (slot[0] >= 0)
+		close(slot[0]);
+	struct ward_egress_fds e = { slot[1], slot[2], slot[3] };
+	if (rec->kind == WARD_REPORT_RUNNING && r->egress && !r->att && !r->egress_failed) {
+		egress_attach(r, &e);
+		return;
+	}
+	for (int i = 1; i < WARD_PASS_MAX; i++)
+		if (slot[i] >= 0)
+			close(slot[i]);
+}
+
+/* Reads one report record, keeping the fds that come with it. Returns false
  * at EOF or on a partial record. */
 static bool read_record(struct ward_sandbox *r)
 {
 	struct ward_report rec;
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(WARD_PASS_MAX * sizeof(int))];
 		struct cmsghdr align;
 	} u;
+	int fds[WARD_PASS_MAX];
+	int n_fds = 0;
+	bool lost = false;
 	size_t got = 0;
 	while (got < sizeof(rec)) {
 		struct iovec iov = { .iov_base = (char *)&rec + got, .iov_len = sizeof(rec) - got };
@@ -598,21 +827,30 @@ static bool read_record(struct ward_sandbox *r)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
+			for (int i = 0; i < n_fds; i++)
+				close(fds[i]);
 			r->rep_eof = true;
 			return false;
 		}
+		lost |= (msg.msg_flags & MSG_CTRUNC) != 0;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-			int fd;
 			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 				continue;
-			memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-			if (r->root_fd < 0)
-				r->root_fd = fd;
-			else
-				close(fd);
+			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (size_t i = 0; i < k; i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+				if (n_fds < WARD_PASS_MAX)
+					fds[n_fds++] = fd;
+				else
+					close(fd);
+			}
 		}
 		got += (size_t)n;
 	}
+	if (lost) /* some fds never came: the rest cannot be told apart */
+		rec.passed = ~0u;
+	take_fds(r, &rec, fds, n_fds);
 	r->rep = rec;
 	r->rep_complete = true;
 	return true;
@@ -682,6 +920,7 @@ WARD_EXPORT int ward_sandbox_end(struct ward_sandbox *sb, struct ward_verdict *v
 	sb->ended = true;
 	ward_strlcpy(v->sandbox_id, sb->id, sizeof(v->sandbox_id));
 	v->usage.wall_ms = (ward_now_ns() - sb->start_ns) / 1000000;
+	fill_network(sb, v);
 	int rc = fill_verdict(sb, v, err);
 	if (rc < 0) {
 		v->status = WARD_STATUS_SETUP_FAILED;
@@ -728,6 +967,7 @@ int ward_sandbox_verdict_now(struct ward_sandbox *sb, struct ward_verdict *v)
 	v->exit_code = 0;
 	v->signal = 0;
 	v->status = WARD_STATUS_OK;
+	fill_network(sb, v);
 	/* what the init's rusage would have said, per process from /proc;
 	 * the cgroup's figures replace it when it counts CPU (fill_limits) */
 	sample_cpu(sb);

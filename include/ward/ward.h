@@ -23,12 +23,15 @@ enum ward_output_mode {
 	WARD_OUTPUT_CAPTURE,     /* keep in verdict->out / verdict->err */
 };
 
+struct ward_egress;
+
 struct ward_run_options {
 	enum ward_output_mode output;
 	int stdin_fd;            /* relayed to the program's stdin; -1: /dev/null */
 	int verbose;             /* reserved: the CLI prints a summary when > 0 */
 	int cancel_fd;           /* readable = cancel: the sandbox is killed and
 				  * the status is "killed"; -1: none */
+	struct ward_egress *egress; /* network.mode "allowlist": its proxy (ward/egress.h) */
 };
 
 /* Runs argv (argv[0] resolved inside the sandbox through the policy's PATH)

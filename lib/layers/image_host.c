@@ -79,6 +79,7 @@ static int generated(struct ward_plan *plan, struct ward_etc_entry *e, size_t *n
 		     struct ward_error *err)
 {
 	char buf[4][1024];
+	bool allowlist = plan->policy->network.mode == WARD_NET_ALLOWLIST;
 	snprintf(buf[0], sizeof(buf[0]),
 		 "root:x:0:0:root:/root:/bin/sh\n"
 		 "sandbox:x:%u:%u:sandbox:/workspace:/bin/sh\n"
@@ -96,10 +97,16 @@ static int generated(struct ward_plan *plan, struct ward_etc_entry *e, size_t *n
 				   "hosts: files dns\nnetworks: files\nprotocols: files\n"
 				   "services: files\n" },
 		/* No resolver: the network is off; an empty file makes lookups
-		 * fail fast instead of timing out against a missing server. */
-		{ "resolv.conf", "" },
+		 * fail fast instead of timing out against a missing server.
+		 * With an allowlist, the proxy's DNS stub (ward/egress.h). The
+		 * content is part of the template's key: one template per mode. */
+		{ "resolv.conf", allowlist ? "nameserver 127.0.0.1\n" : "" },
+		/* the mount point of the proxy's CA bundle (bound when the proxy
+		 * has one: lib/supervise.c); empty otherwise */
+		{ WARD_EGRESS_CA_ETC, "" },
 	};
-	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+	size_t n_files = ARRAY_SIZE(files) - (allowlist ? 0 : 1);
+	for (size_t i = 0; i < n_files; i++) {
 		size_t len = strlen(files[i].content);
 		const char *d = ward_plan_strdup(plan, files[i].content, len);
 		if (!d)

@@ -26,8 +26,10 @@
 #include "config.h"
 #include "exec.h"
 #include "options.h"
+#include "run.h"
 #include "status.h"
 #include "server/keys.h"
+#include "ward/egress.h"
 #include "ward/kernel.h"
 #include "ward/result.h"
 #include "ward/service.h"
@@ -372,6 +374,14 @@ static int drive(struct job *j, struct ward_error *err)
 	memset(&key, 0, sizeof(key));
 	ward_strlcpy(key.tenant, "cli", sizeof(key.tenant));
 	int status = EXIT_SETUP;
+	/* network.mode "allowlist": this run's proxy, lent to the core */
+	struct ward_egress *egress = NULL;
+	if (ward_cli_egress_new(j->o, &j->policy, &egress, err) < 0) {
+		ward_cli_print_error(err);
+		ward_service_config_release(&c);
+		return status;
+	}
+	c.egress = egress;
 	if (ward_service_new(&c, &svc) < 0 || make_spec(j, &sp) < 0) {
 		ward_error_set(err, ENOMEM, "cli", "out of memory");
 		ward_cli_print_error(err);
@@ -401,7 +411,9 @@ static int drive(struct job *j, struct ward_error *err)
 	}
 	ward_reply_release(&reply);
 	ward_service_free(svc);
+	c.egress = NULL; /* borrowed by the core, ours to free after it */
 	ward_service_config_release(&c);
+	ward_egress_free(egress);
 	return status;
 }
 

@@ -16,6 +16,7 @@
 #include "status.h"
 #include "run.h"
 #include "sandbox.h"
+#include "ward/egress.h"
 #include "ward/ward.h"
 
 enum { EXIT_USAGE = 2, EXIT_SETUP = 125, GC_INTERVAL_S = 10 };
@@ -66,6 +67,26 @@ static int refuse_lint(const struct ward_cli_run *o, const struct ward_policy *p
 			      field);
 }
 
+int ward_cli_egress_new(const struct ward_cli_run *o, const struct ward_policy *p,
+			struct ward_egress **out, struct ward_error *err)
+{
+	*out = NULL;
+	if (p->network.mode != WARD_NET_ALLOWLIST)
+		return 0;
+	/* no state_dir: `ward run` keeps its interception CA in memory, for
+	 * this run only */
+	struct ward_egress_config cfg = {
+		.resolve = (const char *const *)o->egress_resolve,
+		.n_resolve = o->n_egress_resolve,
+		.allow_private = (const char *const *)o->egress_allow_private,
+		.n_allow_private = o->n_egress_allow_private,
+		.dns_servers = (const char *const *)o->egress_dns,
+		.n_dns_servers = o->n_egress_dns,
+		.ca_file = o->egress_ca,
+	};
+	return ward_egress_new(&cfg, out, err);
+}
+
 int ward_cli_run(int argc, char **argv)
 {
 	struct ward_cli_run *o = calloc(1, sizeof(*o));
@@ -114,11 +135,18 @@ int ward_cli_run(int argc, char **argv)
 	if (rfd >= 0)
 		close(rfd);
 
+	struct ward_egress *egress = NULL;
+	if (ward_cli_egress_new(o, &policy, &egress, &err) < 0) {
+		print_error(&err);
+		status = EXIT_SETUP;
+		goto out;
+	}
 	struct ward_run_options opts = {
 		.output = o->json ? WARD_OUTPUT_CAPTURE : WARD_OUTPUT_PASSTHROUGH,
 		.stdin_fd = o->stdin ? 0 : -1,
 		.verbose = o->verbose,
 		.cancel_fd = ward_cli_cancel_fd(),
+		.egress = egress,
 	};
 	struct ward_verdict v;
 	ward_verdict_init(&v);
@@ -140,6 +168,7 @@ int ward_cli_run(int argc, char **argv)
 	status = ward_cli_exit_status(&v);
 	fflush(stdout);
 	ward_sandbox_release(sb);
+	ward_egress_free(egress); /* after the release: it detached there */
 	ward_verdict_release(&v);
 out:
 	ward_policy_release(&policy);
