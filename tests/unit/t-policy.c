@@ -1334,9 +1334,11 @@ static const struct {
 				  "prefix; did you mean \"2001:db8::/32\"?" },
 	{ "10.0.0.0/33", NULL, "F: \"10.0.0.0/33\": the prefix length must be a number from 0 to 32" },
 	{ "10.0.0.0/08", NULL, "F: \"10.0.0.0/08\": the prefix length must be a number from 0 to 32" },
-	{ "2001:db8::1:443:x", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
-				     "\"2001:db8::1:443:x\": an IPv6 address with a port needs "
+	{ "2001:db8::1:443:*", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
+				     "\"2001:db8::1:443:*\": an IPv6 address with a port needs "
 				     "brackets, as in \"[2001:db8::1]:443\"" },
+	{ "a.test:80:90", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
+				"\"a.test:80:90\": at most one ':', before the port" },
 	{ "[10.0.0.1]:80", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
 				 "\"[10.0.0.1]:80\": brackets are for IPv6 addresses" },
 	{ "example.com:0", NULL, "F: \"example.com:0\": the port must be between 1 and 65535 (or \"*\" for every port)" },
