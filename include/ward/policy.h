@@ -118,6 +118,14 @@ bool ward_net_rule_match(const struct ward_net_rule *r, const char *name, int fa
  * empty (the defaults), nothing to release. */
 int ward_net_policy_from_json(struct ward_net_policy *out, const char *buf, size_t len,
 			      const char *source, struct ward_error *err);
+/* Applies such a document onto *n as a policy document would: "allow"
+ * replaces the list, "deny" adds to it, mode "none" empties both, limits
+ * replace. A live session's update applies the client's body onto the
+ * operator's network object, so the operator's deny entries stay, then
+ * checks the result with ward_net_policy_check_tighter. 0, -EINVAL or
+ * -ENOMEM; on error *n is unchanged. */
+int ward_net_policy_apply_json(struct ward_net_policy *n, const char *buf, size_t len,
+			       const char *source, struct ward_error *err);
 /* Deep copy into uninitialised storage; 0 or -ENOMEM (then *dst is empty). */
 int ward_net_policy_copy(struct ward_net_policy *dst, const struct ward_net_policy *src,
 			 struct ward_error *err);

@@ -321,8 +321,10 @@ int wp_net_rule_parse(const char *text, struct ward_net_rule *r, const char *whe
 			alen = sizeof(a) - 1;
 		memcpy(a, text, alen);
 		a[alen] = '\0';
+		bool v6ish = strspn(text, "0123456789abcdefABCDEF:./*") == len;
 		if (inet_pton(AF_INET6, a, bin) != 1 || strchr(text + alen, ':'))
-			rc = bad_entry(text, "an IPv6 address with a port needs brackets, as in \"[2001:db8::1]:443\"",
+			rc = bad_entry(text, v6ish ? "an IPv6 address with a port needs brackets, as in \"[2001:db8::1]:443\""
+						   : "at most one ':', before the port",
 				       where, err);
 		else
 			rc = parse_cidr(text, len, r, text, where, err);

@@ -521,6 +521,31 @@ WARD_EXPORT int ward_net_policy_from_json(struct ward_net_policy *out, const cha
 	return r;
 }
 
+WARD_EXPORT int ward_net_policy_apply_json(struct ward_net_policy *n, const char *buf,
+					   size_t len, const char *source,
+					   struct ward_error *err)
+{
+	struct wp_json_ctx c = { .source = source ? source : "network", .err = err };
+	struct ward_net_policy copy;
+	int r;
+	json_t *root = wp_json_parse(&c, buf ? buf : "", buf ? len : 0, &r);
+	if (!root)
+		return r;
+	r = wp_net_copy(&copy, n) < 0 ? wp_nomem(err, c.source) : 0;
+	if (r == 0)
+		r = net_json_onto(&c, "network", root, &copy);
+	if (r == 0)
+		r = wp_net_validate(&copy, c.source, err);
+	json_decref(root);
+	if (r < 0) {
+		ward_net_policy_release(&copy);
+		return r;
+	}
+	ward_net_policy_release(n);
+	*n = copy;
+	return 0;
+}
+
 static json_t *rules_json(const struct ward_net_rule *list, size_t n, bool *ok)
 {
 	json_t *a = json_array();

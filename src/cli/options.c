@@ -23,7 +23,7 @@ enum kind {
 	FLAG_FILEIN,   /* --file HOST:PATH */
 	FLAG_NET,      /* --net none | allow:LIST | deny:LIST */
 	FLAG_EGRESS,   /* a repeatable --egress-* setting, checked */
-	FLAG_OWNED,    /* sets an owned string member (once) */
+	FLAG_FILE,     /* sets a char * member to a file name (once) */
 };
 
 enum { RUN = 1 << WARD_CLI_RUN, EXEC = 1 << WARD_CLI_EXEC, CALL = 1 << WARD_CLI_CALL,
@@ -34,7 +34,7 @@ struct flag {
 	char short_name;      /* 0 if none */
 	enum kind kind;
 	const char *field;    /* FLAG_FIELD: policy field */
-	size_t offset;        /* FLAG_BOOL/FLAG_STRING/FLAG_OWNED/FLAG_EGRESS: member of ward_cli_run */
+	size_t offset;        /* FLAG_BOOL/FLAG_STRING/FLAG_FILE/FLAG_EGRESS: member of ward_cli_run */
 	unsigned modes;       /* where the flag exists */
 	size_t count;         /* FLAG_EGRESS: the member counting the values */
 	enum ward_net_setting setting;  /* FLAG_EGRESS: how a value is checked */
@@ -70,7 +70,7 @@ static const struct flag flags[] = {
 	  B(n_egress_allow_private), WARD_NET_SETTING_ALLOW_PRIVATE },
 	{ "--egress-dns", 0, FLAG_EGRESS, NULL, B(egress_dns), RUN | EXEC,
 	  B(n_egress_dns), WARD_NET_SETTING_DNS },
-	{ "--egress-ca", 0, FLAG_OWNED, NULL, B(egress_ca), RUN | EXEC },
+	{ "--egress-ca", 0, FLAG_FILE, NULL, B(egress_ca), RUN | EXEC },
 	{ "--json", 0, FLAG_BOOL, NULL, B(json), ALL },
 	{ "--quiet", 'q', FLAG_BOOL, NULL, B(quiet), ALL },
 	{ "--verbose", 'v', FLAG_VERBOSE, NULL, 0, ALL },
@@ -209,14 +209,11 @@ static int record_egress(struct ward_cli_run *o, const struct flag *f, const cha
 				      WARD_CLI_MAX_EGRESS);
 	if (ward_net_setting_check(f->setting, value, typed, err) < 0)
 		return usage_error(err);
-	char *copy = strdup(value);
-	char **grown = copy ? realloc(*list, (*n + 1) * sizeof(**list)) : NULL;
-	if (!grown) {
-		free(copy);
-		return ward_error_set(err, ENOMEM, "cli", "out of memory");
-	}
-	grown[(*n)++] = copy;
-	*list = grown;
+	_Static_assert(WARD_NET_SETTING_DNS < ARRAY_SIZE(o->egress_store), "a list per setting");
+	if (!*list)
+		*list = o->egress_store[f->setting];
+	/* argv's own string: the caller's argv is char ** */
+	(*list)[(*n)++] = (char *)(uintptr_t)value;
 	return 0;
 }
 
@@ -228,14 +225,13 @@ static int record(struct ward_cli_run *o, const struct flag *f, const char *valu
 		return record_net(o, value, typed, err);
 	case FLAG_EGRESS:
 		return record_egress(o, f, value, typed, err);
-	case FLAG_OWNED: {
+	case FLAG_FILE: {
 		char **slot = (char **)(void *)((char *)o + f->offset);
 		if (*slot)
 			return ward_error_set(err, EINVAL, "cli", "%s: given twice", typed);
 		if (!value[0])
 			return ward_error_set(err, EINVAL, "cli", "%s: expected a file name", typed);
-		if (!(*slot = strdup(value)))
-			return ward_error_set(err, ENOMEM, "cli", "out of memory");
+		*slot = (char *)(uintptr_t)value;
 		return 0;
 	}
 	case FLAG_POLICY:
@@ -319,24 +315,6 @@ static int parse_one(int argc, char **argv, int i, struct ward_cli_run *o, struc
 		return record(o, f, argv[i + 1], f->name, err) < 0 ? -EINVAL : 2;
 	}
 	return 1;
-}
-
-static void free_list(char ***list, size_t *n)
-{
-	for (size_t i = 0; *list && i < *n; i++)
-		free((*list)[i]);
-	free(*list);
-	*list = NULL;
-	*n = 0;
-}
-
-void ward_cli_run_release(struct ward_cli_run *o)
-{
-	free_list(&o->egress_resolve, &o->n_egress_resolve);
-	free_list(&o->egress_allow_private, &o->n_egress_allow_private);
-	free_list(&o->egress_dns, &o->n_egress_dns);
-	free(o->egress_ca);
-	o->egress_ca = NULL;
 }
 
 int ward_cli_parse_run(int argc, char **argv, struct ward_cli_run *o, struct ward_error *err)

@@ -52,10 +52,12 @@ struct ward_cli_run {
 	const char *args;
 	bool keep_going;         /* exec: run later cells after an error */
 	/* run and exec: the egress proxy's operator settings (ward/egress.h),
-	 * checked when parsed (ward_net_setting_check); owned copies, freed by
-	 * ward_cli_run_release. --egress-resolve NAME=ADDR,
-	 * --egress-allow-private CIDR, --egress-dns ADDR[:PORT] (each
-	 * repeatable, in the order given), --egress-ca FILE (not read here). */
+	 * checked when parsed (ward_net_setting_check). --egress-resolve
+	 * NAME=ADDR, --egress-allow-private CIDR, --egress-dns ADDR[:PORT]
+	 * (each repeatable, in the order given), --egress-ca FILE (not read
+	 * here). Like every value above they point into argv, and each list
+	 * lives in egress_store below (NULL while empty): never copy the
+	 * struct, pass a pointer. */
 	char **egress_resolve;
 	size_t n_egress_resolve;
 	char **egress_allow_private;
@@ -63,20 +65,17 @@ struct ward_cli_run {
 	char **egress_dns;
 	size_t n_egress_dns;
 	char *egress_ca;
+	char *egress_store[3][WARD_CLI_MAX_EGRESS];
 };
 
-/* Parses argv (argv[0] is the subcommand) into *o (cleared first: release
- * an earlier parse before). Returns 0, -EINVAL (or -E2BIG) with err naming
- * the flag, or -ENOMEM. No I/O. Call ward_cli_run_release afterwards, also
- * on failure. `--net none`, `--net allow:HOST[:PORT],...` and
- * `--net deny:...` become overrides of "network", "network.allow" and
- * "network.deny", each entry checked here. */
+/* Parses argv (argv[0] is the subcommand) into *o (cleared first).
+ * Returns 0 or -EINVAL (-E2BIG past a bound) with err naming the flag. No
+ * I/O, no allocation: *o points into argv. `--net none`,
+ * `--net allow:HOST[:PORT],...` and `--net deny:...` become overrides of
+ * "network", "network.allow" and "network.deny", each entry checked here. */
 int ward_cli_parse(enum ward_cli_mode mode, int argc, char **argv, struct ward_cli_run *o,
 		   struct ward_error *err);
 int ward_cli_parse_run(int argc, char **argv, struct ward_cli_run *o, struct ward_error *err);
-/* Frees what parsing allocated (the --egress-* values); *o may be parsed
- * again afterwards. */
-void ward_cli_run_release(struct ward_cli_run *o);
 
 /* Builds the effective policy: defaults, then o->policy_file (read here),
  * then the flags in order. Returns 0 or -errno with err naming the field. */

@@ -1334,9 +1334,11 @@ static const struct {
 				  "prefix; did you mean \"2001:db8::/32\"?" },
 	{ "10.0.0.0/33", NULL, "F: \"10.0.0.0/33\": the prefix length must be a number from 0 to 32" },
 	{ "10.0.0.0/08", NULL, "F: \"10.0.0.0/08\": the prefix length must be a number from 0 to 32" },
-	{ "2001:db8::1:443:x", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
-				     "\"2001:db8::1:443:x\": an IPv6 address with a port needs "
+	{ "2001:db8::1:443:*", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
+				     "\"2001:db8::1:443:*\": an IPv6 address with a port needs "
 				     "brackets, as in \"[2001:db8::1]:443\"" },
+	{ "a.test:80:90", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
+				"\"a.test:80:90\": at most one ':', before the port" },
 	{ "[10.0.0.1]:80", NULL, "F: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got "
 				 "\"[10.0.0.1]:80\": brackets are for IPv6 addresses" },
 	{ "example.com:0", NULL, "F: \"example.com:0\": the port must be between 1 and 65535 (or \"*\" for every port)" },
@@ -1796,6 +1798,24 @@ static void test_net_from_json(void)
 	is_str(err.message, "body: network.allow[1]: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a "
 	       "CIDR, got \"x y\"", "  message");
 	is_str(err.field, "network.allow[1]", "  field");
+	/* an update applied onto the operator's object */
+	struct ward_net_policy op;
+	doc = "{\"allow\": [\"*.example.test\"], \"deny\": [\"bad.example.test\"], \"max_connections\": 8}";
+	ok(ward_net_policy_from_json(&op, doc, strlen(doc), "operator", &err) == 0, "an operator's object");
+	ok(ward_net_policy_copy(&n, &op, &err) == 0, "  copied");
+	doc = "{\"allow\": [\"www.example.test\"], \"deny\": [\"x.example.test\"]}";
+	ok(ward_net_policy_apply_json(&n, doc, strlen(doc), "body", &err) == 0 && n.n_allow == 1 &&
+	   n.n_deny == 2 && n.max_connections == 8, "apply_json: allow replaces, deny adds, limits stay");
+	is_int(ward_net_policy_check_tighter(&op, &n, &err), 0, "  and the result is within the operator's");
+	doc = "{\"allow\": [\"evil.test\", \"a b\"]}";
+	ok(ward_net_policy_apply_json(&n, doc, strlen(doc), "body", &err) == -EINVAL && n.n_allow == 1 &&
+	   strcmp(n.allow[0].host, "www.example.test") == 0, "  a bad body leaves it unchanged");
+	doc = "{\"allow\": [\"evil.test\"]}";
+	ok(ward_net_policy_apply_json(&n, doc, strlen(doc), "body", &err) == 0 &&
+	   ward_net_policy_check_tighter(&op, &n, &err) == -EINVAL &&
+	   strcmp(err.field, "network.allow[0]") == 0, "  a wider one applies, and the check refuses it");
+	ward_net_policy_release(&n);
+	ward_net_policy_release(&op);
 	doc = "{\"allow\": [";
 	ok(ward_net_policy_from_json(&n, doc, strlen(doc), "body", &err) == -EINVAL &&
 	   strncmp(err.message, "body:1:", 7) == 0, "invalid JSON: %s", err.message);
