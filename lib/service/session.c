@@ -406,7 +406,12 @@ int ward_session_network(struct ward_service *s, const struct ward_session_call 
 	struct ward_net_policy np;
 	struct ward_error err;
 	ward_error_clear(&err);
-	if (ward_net_policy_from_json(&np, q->body ? q->body : "", q->len, "network", &err) < 0) {
+	/* onto the operator's object: its deny entries stay, what the body
+	 * leaves out is the operator's */
+	if (ward_net_policy_copy(&np, &s->policy.network, &err) < 0)
+		return svc_reply_error(out, 500, "internal", NULL, "out of memory");
+	if (ward_net_policy_apply_json(&np, q->body ? q->body : "", q->len, "network", &err) < 0) {
+		ward_net_policy_release(&np);
 		if (err.code == ENOMEM)
 			return svc_reply_error(out, 500, "internal", NULL, "out of memory");
 		return svc_reply_error(out, 400, "invalid_request",
