@@ -301,6 +301,25 @@ static void layer_none(void)
 	if (access(NFT, X_OK) == 0) {
 		char got[4096];
 		ok(nft_list(got, sizeof(got)) == 0 && got[0] == '\0', "none: no nftables rules");
+		/* a refused nftables step is named by what it needed: a chain
+		 * already there as a filter chain cannot become the nat one */
+		pid_t pid = fork();
+		if (pid == 0) {
+			execl(NFT, "nft", "add table inet ward; add chain inet ward nat_output "
+			      "{ type filter hook output priority 0; }", (char *)NULL);
+			_exit(127);
+		}
+		int status;
+		waitpid(pid, &status, 0);
+		pol.network.mode = WARD_NET_ALLOWLIST;
+		ward_error_clear(&err);
+		int r2 = ward_net_apply(&plan, &err);
+		char buf[600];
+		ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 && r2 < 0 &&
+		   strstr(err.message, "nf_tables nat is unavailable") && strstr(err.hint, "nft_chain_nat") &&
+		   plan.egress.tcp4 < 0,
+		   "a refused nftables step fails closed, naming the feature: %s",
+		   ward_error_format(&err, buf, sizeof(buf)));
 	}
 	ward_policy_release(&pol);
 }
