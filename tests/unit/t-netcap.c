@@ -326,6 +326,7 @@ static void layer_none(void)
 
 /* ---- 2. through ward_sandbox_start ---- */
 
+#ifndef WARD_HAVE_EGRESS
 /* The program's side: what it sees, and a captured connection. */
 static const char probe_py[] =
 	"import os, socket, subprocess\n"
@@ -354,11 +355,13 @@ static const char probe_py[] =
 	"    c.sendall(b'ping'); return c.recv(4).decode()\n"
 	"t('reply', capture)\n"
 	"print(' '.join(out), flush=True)\n";
+#endif
 
 /* When set, sandboxes are cloned by this launcher (ward/zygote.h), and
  * their policy gets this variable. */
 static struct ward_launcher *test_launcher;
 static const char *test_env;
+static struct ward_net_rule *test_allow; /* network.allow, one entry */
 
 struct run {
 	struct ward_verdict v;
@@ -408,9 +411,13 @@ static int run_sandbox_loop(enum ward_net_mode mode, struct ward_egress *egress,
 	p.timeout_ms = 15000;
 	if (test_env)
 		ward_policy_set(&p, "env", test_env, "t-netcap", &res->err);
+	p.network.allow = test_allow;
+	p.network.n_allow = test_allow ? 1 : 0;
 	struct ward_sandbox_options so = { .egress = egress, .tenant = "t-netcap",
 					   .launcher = test_launcher };
 	res->rc = ward_sandbox_start(&p, argv, &so, &sb, &res->err);
+	p.network.allow = NULL; /* the caller's */
+	p.network.n_allow = 0;
 	ward_policy_release(&p);
 	if (res->rc < 0)
 		return res->rc;
@@ -651,29 +658,17 @@ static void sandbox_proxy(void)
 		 "c.sendall(b'GET / HTTP/1.0\\r\\nHost: web.test\\r\\n\\r\\n')\n"
 		 "print(c.recv(100).decode().split('\\r\\n\\r\\n')[1])\n",
 		 ntohs(a.sin_port), ntohs(a.sin_port));
-	struct ward_policy p;
-	struct ward_sandbox *sb = NULL;
-	ward_policy_init(&p, &res.err);
-	p.network.mode = p.net = WARD_NET_ALLOWLIST;
-	p.network.allow = &allow;
-	p.network.n_allow = 1;
 	char *argv[] = { "/usr/bin/python3", "-c", script, NULL };
-	struct ward_sandbox_options so = { .egress = e, .tenant = "t-netcap" };
-	ward_verdict_init(&res.v);
-	if (ward_sandbox_start(&p, argv, &so, &sb, &res.err) < 0) {
+	test_allow = &allow;
+	int r = run_sandbox(WARD_NET_ALLOWLIST, e, argv, false, &res);
+	test_allow = NULL;
+	if (r < 0 && !res.v.sandbox_id[0]) { /* never started */
 		skip("the sandbox cannot start here: %s", ward_error_format(&res.err, buf, sizeof(buf)));
 	} else {
-		ssize_t n = ward_read_full(ward_sandbox_stdout(sb), res.out, sizeof(res.out) - 1);
-		res.out[n > 0 ? n : 0] = '\0';
-		ward_sandbox_end(sb, &res.v, &res.err);
-		ward_sandbox_release(sb);
 		is_str(res.out, "hello\nhello\n", "through HTTP_PROXY and by a raw connect: the server answered");
 		ok(res.v.network.present && res.v.network.connections == 2,
 		   "the verdict counts both connections");
 	}
-	p.network.allow = NULL;
-	p.network.n_allow = 0;
-	ward_policy_release(&p);
 	ward_verdict_release(&res.v);
 	ward_egress_free(e);
 	kill(server, SIGKILL);
