@@ -497,7 +497,7 @@ static void sandbox_fake(void)
 		ward_egress_free(e);
 		return;
 	}
-	diag("program: %s", res.out);
+	diag("program: %.*s", (int)strcspn(res.out, "\n"), res.out);
 	is_int(res.v.status, WARD_STATUS_OK, "the program ran");
 	has_str(res.out, "proxy=" WARD_EGRESS_PROXY_URL, "HTTPS_PROXY points at the proxy");
 	has_str(res.out, "noproxy=localhost,127.0.0.1,::1", "NO_PROXY spares loopback");
