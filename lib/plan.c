@@ -66,7 +66,7 @@ int ward_plan_build(struct ward_plan *plan, const struct ward_policy_plan *base,
 	/* the supervisor adds the proxy's CA bundle as one of ward's binds
 	 * (a launcher gets it with the others): the environment follows */
 	for (size_t i = 0; i < plan->n_extra_binds; i++)
-		if (policy->network.mode == WARD_NET_ALLOWLIST &&
+		if (policy->network.mode == WARD_NET_ALLOWLIST && plan->extra_binds[i].inside &&
 		    strcmp(plan->extra_binds[i].inside, WARD_EGRESS_CA_PATH) == 0)
 			plan->egress_ca = true;
 

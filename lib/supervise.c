@@ -516,13 +516,14 @@ WARD_EXPORT int ward_sandbox_prepare(const struct ward_policy *policy, char *con
 		o = *opts;
 	else
 		memset(&o, 0, sizeof(o));
-	/* before anything is made: an allowlist without a proxy fails closed */
-	int rc = egress_prepare(r, policy, &o, err);
 	struct ward_plan_cache *cache = ward_plan_cache_default();
-	r->pp = rc == 0 && cache ? ward_plan_cache_get(cache, policy, err) : NULL;
-	if (rc == 0 && !r->pp)
-		rc = cache ? -(err->code ? err->code : ENOMEM)
-			   : ward_error_set(err, ENOMEM, "plan", "out of memory");
+	r->pp = cache ? ward_plan_cache_get(cache, policy, err) : NULL;
+	int rc = r->pp ? 0 : (cache ? -(err->code ? err->code : ENOMEM)
+				    : ward_error_set(err, ENOMEM, "plan", "out of memory"));
+	/* before the plan and the clone, and from the policy the init will
+	 * apply: an allowlist without a proxy fails closed */
+	if (rc == 0)
+		rc = egress_prepare(r, &r->pp->policy, &o, err);
 	if (rc == 0)
 		rc = ward_plan_build(&r->plan, r->pp, argv, &o, err);
 	if (rc == 0) {

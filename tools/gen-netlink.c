@@ -379,7 +379,7 @@ int main(int argc, char **argv)
 		   " * The nftables transaction (ward_nl_nft_batch4 leaves out the ip6 lines):\n *\n");
 	for (const char *s = ruleset; *s;) {
 		const char *nl = strchr(s, '\n');
-		fprintf(f, " *  %.*s\n", (int)(nl - s), s);
+		fprintf(f, nl > s ? " *  %.*s\n" : " *\n", (int)(nl - s), s);
 		s = nl + 1;
 	}
 	fprintf(f, " */\n#ifndef WARD_NETLINK_MSGS_H\n#define WARD_NETLINK_MSGS_H\n\n"

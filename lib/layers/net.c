@@ -65,16 +65,23 @@ fail:
 	return -err->code;
 }
 
-static int capture_failed(struct ward_error *err, int code, const char *what)
+enum { NL_ROUTE_STEP, NL_NFT_STEP };
+
+static int capture_failed(struct ward_error *err, int code, const char *what, int step)
 {
-	return ward_error_setv(err, code, "net", "unable to install the egress capture: ", what,
-			       NULL);
+	int r = ward_error_setv(err, code, "net", "unable to install the egress capture: ", what,
+				NULL);
+	if (step == NL_NFT_STEP)
+		ward_error_hint(err, "network.mode allowlist needs nf_tables with NAT, redirect and "
+				     "reject (modules nf_tables, nft_chain_nat, nft_redir, "
+				     "nft_reject_inet)");
+	return r;
 }
 
 /* Sends one message (or one batch) to the kernel and reads an ACK for every
  * step; the first error fails with that step's feature. 0 or -errno. */
 static int nl_talk(int fd, const void *msg, size_t len, const struct ward_nl_step *steps,
-		   size_t n, struct ward_error *err)
+		   size_t n, int kind, struct ward_error *err)
 {
 	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
 	ssize_t sent;
@@ -82,7 +89,7 @@ static int nl_talk(int fd, const void *msg, size_t len, const struct ward_nl_ste
 	       errno == EINTR)
 		;
 	if (sent != (ssize_t)len)
-		return capture_failed(err, sent < 0 ? errno : EIO, steps[0].feature);
+		return capture_failed(err, sent < 0 ? errno : EIO, steps[0].feature, kind);
 	uint32_t acked = 0, want = n >= 32 ? ~0u : (1u << n) - 1;
 	/* aligned for struct nlmsghdr; an ACK of a success is a few dozen
 	 * bytes, an error echoes the request (NETLINK_CAP_ACK is not set) */
@@ -96,7 +103,7 @@ static int nl_talk(int fd, const void *msg, size_t len, const struct ward_nl_ste
 			continue;
 		if (got <= 0)
 			return capture_failed(err, got < 0 ? (errno == EAGAIN ? ETIMEDOUT : errno) : EIO,
-					      "the kernel did not acknowledge every step");
+					      "the kernel did not acknowledge every step", kind);
 		size_t left = (size_t)got;
 		for (struct nlmsghdr *h = (struct nlmsghdr *)u.buf; NLMSG_OK(h, left);
 		     h = NLMSG_NEXT(h, left)) {
@@ -108,7 +115,7 @@ static int nl_talk(int fd, const void *msg, size_t len, const struct ward_nl_ste
 				i++;
 			if (e->error != 0)
 				return capture_failed(err, -e->error,
-						      i < n ? steps[i].feature : steps[0].feature);
+						      i < n ? steps[i].feature : steps[0].feature, kind);
 			if (i < n)
 				acked |= 1u << i;
 		}
@@ -119,13 +126,14 @@ static int nl_talk(int fd, const void *msg, size_t len, const struct ward_nl_ste
 static int nl_send(int proto, const void *msg, size_t len, const struct ward_nl_step *steps,
 		   size_t n, const char *missing, struct ward_error *err)
 {
+	int kind = proto == NETLINK_NETFILTER ? NL_NFT_STEP : NL_ROUTE_STEP;
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, proto);
 	if (fd < 0)
-		return capture_failed(err, errno, missing);
+		return capture_failed(err, errno, missing, kind);
 	struct timeval tv = { .tv_sec = NL_TIMEOUT_S };
 	int r = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0
-		? capture_failed(err, errno, missing)
-		: nl_talk(fd, msg, len, steps, n, err);
+		? capture_failed(err, errno, missing, kind)
+		: nl_talk(fd, msg, len, steps, n, kind, err);
 	close(fd);
 	return r;
 }
