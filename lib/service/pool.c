@@ -291,6 +291,15 @@ int warm_start(struct ward_service *s)
 		any = any || s->cfg.pool[l];
 	if (!any || s->cfg.embedded)
 		return 0;
+	/* A pooled sandbox would be attached to the egress proxy before a
+	 * tenant asked for it (its events would name nobody, its credential
+	 * rules could not be the request's): an operator's allowlist policy
+	 * starts every sandbox for its request. */
+	if (s->policy.network.mode != WARD_NET_NONE) {
+		fprintf(stderr, "ward: serve: pool: off: the default policy has network.mode "
+			"\"allowlist\" (egress sandboxes start for their request)\n");
+		return 0;
+	}
 	struct svc_warm *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -1;
