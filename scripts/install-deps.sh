@@ -4,7 +4,7 @@
 set -eu
 pkgs="meson ninja-build pkg-config gcc clang libc6-dev libseccomp-dev libjansson-dev
 libsodium-dev libmicrohttpd-dev libssl-dev libc-ares-dev libhttp-parser-dev libnftnl-dev libmnl-dev
-openssl git python3-requests python3 python3-numpy python3-pandas python3-matplotlib python3-pip
+openssl git nftables python3-requests python3 python3-numpy python3-pandas python3-matplotlib python3-pip
 nodejs bubblewrap util-linux procps libclang-rt-14-dev curl hyperfine"
 missing=
 for p in $pkgs; do
