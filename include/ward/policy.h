@@ -98,9 +98,60 @@ int ward_net_rule_parse(const char *text, struct ward_net_rule *r, const char *f
 			struct ward_error *err);
 /* True when the rule covers (name or address, port). name may be NULL (an
  * address-only destination); addr may be NULL (not resolved yet: only name
- * rules can match). family AF_INET or AF_INET6 with addr. */
+ * rules can match, and a CIDR rule matches a name that is a strict address
+ * literal, "10.0.0.1" or "2001:db8::1"). family AF_INET or AF_INET6 with
+ * addr; an IPv4-mapped IPv6 address is matched as the IPv4 address inside
+ * it. Names compare without case and without a trailing dot; "*.d" covers
+ * names one label or more below d, not d itself; no port given in the rule
+ * means 80 and 443. Which list the rule is on is the caller's business. */
 bool ward_net_rule_match(const struct ward_net_rule *r, const char *name, int family,
 			 const unsigned char *addr, uint16_t port);
+
+/* The network object alone, for the proxy and for a live session's update
+ * (PUT /v1/sessions/{id}/network). Defaults: mode "none", no entries, 64
+ * connections, no byte limits. */
+
+/* Parses a JSON document holding one network object ({"mode": ...,
+ * "allow": [...], ...}, as in a policy) into *out (uninitialised storage),
+ * then checks it whole. Messages read "<source>: network.allow[2]: ...",
+ * err->field "network.allow[2]". 0, -EINVAL or -ENOMEM; on error *out is
+ * empty (the defaults), nothing to release. */
+int ward_net_policy_from_json(struct ward_net_policy *out, const char *buf, size_t len,
+			      const char *source, struct ward_error *err);
+/* Deep copy into uninitialised storage; 0 or -ENOMEM (then *dst is empty). */
+int ward_net_policy_copy(struct ward_net_policy *dst, const struct ward_net_policy *src,
+			 struct ward_error *err);
+/* Frees the lists; leaves the defaults. NULL is a no-op. */
+void ward_net_policy_release(struct ward_net_policy *n);
+/* The canonical object, as in ward_policy_to_json: a new reference, NULL on
+ * ENOMEM. */
+struct json_t *ward_net_policy_to_json(const struct ward_net_policy *n);
+/* Whether *p reaches no further than *base (the operator's): mode "none"
+ * always passes; else both are allowlists, every entry of p's allow lies
+ * within one of base's (the same host; a host or a narrower "*." under a
+ * base "*."; a CIDR inside a base CIDR; ports among the base entry's:
+ * 80 or 443 within the default pair, anything within ":*"), every base deny
+ * entry is in p's deny list (p may add more), and each limit is as small
+ * or smaller (0, no limit, is the loosest). 0, or -EINVAL naming the entry:
+ * "policy: network.allow[1]: 'evil.test' is not within the operator's
+ * allowlist; ...", err->field "network.allow[1]". */
+int ward_net_policy_check_tighter(const struct ward_net_policy *base,
+				  const struct ward_net_policy *p, struct ward_error *err);
+
+/* The egress proxy's operator settings (ward/egress.h), checked where they
+ * are given (the CLI's --egress-* flags, the daemon's config):
+ *   RESOLVE        "NAME=ADDR": a host name as in a rule and an IPv4 or
+ *                  IPv6 address;
+ *   ALLOW_PRIVATE  "CIDR", as in a rule, without a port;
+ *   DNS            "ADDR", "ADDR:PORT" (IPv4) or "[ADDR]:PORT" (IPv6).
+ * 0 or -EINVAL with the message "<field>: expected ..., got \"...\"". */
+enum ward_net_setting {
+	WARD_NET_SETTING_RESOLVE,
+	WARD_NET_SETTING_ALLOW_PRIVATE,
+	WARD_NET_SETTING_DNS,
+};
+int ward_net_setting_check(enum ward_net_setting kind, const char *value, const char *field,
+			   struct ward_error *err);
 
 struct ward_bind {
 	char *host;    /* absolute host path */
@@ -168,7 +219,9 @@ void ward_policy_release(struct ward_policy *p);
  * "policy.json: limits.memory: expected a size like \"256M\"".
  * Scalars replace, "env" merges (null removes a name), "mounts",
  * "allow_degraded" and the "lint" lists add to what *p has (a name already
- * listed is ignored). Syntax errors read
+ * listed is ignored). In "network", "allow" replaces the list (so an
+ * override can narrow the operator's) and makes the mode "allowlist", "deny"
+ * adds to it, and mode "none" empties both. Syntax errors read
  * "policy.json:3:15: invalid JSON: ..."; documents over 64 KiB or nested
  * deeper than 8 levels are refused. Cross-field checks are left to
  * ward_policy_validate, so flags applied afterwards can still fix them.
@@ -182,7 +235,11 @@ int ward_policy_load_json(struct ward_policy *p, const char *buf, size_t len,
  *   (every key of the JSON "limits" object works as "limits.<key>")
  *   "mounts.ro" "HOST[:INSIDE]"; "mounts.rw" "HOST[:INSIDE]" (split at the
  *   first ':'); "env" "NAME=VALUE"; "env.unset" "NAME"; "workdir" "/dir";
- *   "hostname" "name"; "image" "host"; "network" "none";
+ *   "hostname" "name"; "image" "host"; "network" "none"|"allowlist" ("none"
+ *   empties the lists); "network.allow" "a.test,b.test:8080" (adds, and
+ *   makes the mode "allowlist"); "network.deny" "*.evil.test" (adds);
+ *   "network.max_connections" "16"; "network.max_bytes_out" "100M";
+ *   "network.max_bytes_in" "1G";
  *   "user.root" "true"|"false"; "cgroup.required" "true"|"false";
  *   "allow_degraded" "landlock,cgroup" (adds);
  *   "lint.deny_imports" "subprocess,socket"; "lint.deny_calls" "eval,os.system"
@@ -205,7 +262,8 @@ int ward_policy_validate(const struct ward_policy *p, struct ward_error *err);
  * than *base in any field: every limit as small or smaller ("no limit" is
  * the loosest; a file size of 0 means the workspace size), mounts only the
  * base's own (read-only where the base's is), the base's environment
- * variables neither changed nor removed, image and network unchanged,
+ * variables neither changed nor removed, image unchanged, the network
+ * within the operator's (ward_net_policy_check_tighter),
  * user.root only where the base allows it, cgroup.required kept, no
  * layer degradable that the base does not allow, the base's lint names
  * kept. workdir and hostname may differ. Fails on the first looser field:

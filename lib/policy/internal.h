@@ -29,6 +29,9 @@ enum {
 	WP_PATH_MAX = 192,        /* a dotted path; keys in it are cut at 64 bytes */
 	WP_MAX_LINT = 256,        /* names per lint list */
 	WP_MAX_LINT_NAME = 128,
+	WP_MAX_NET_RULES = 256,   /* entries per network list */
+	WP_NET_CONN_DEFAULT = 64,
+	WP_NET_CONN_MAX = 4096,
 };
 
 enum wp_kind {
@@ -165,8 +168,59 @@ int wp_set_hostname(struct ward_policy *p, const char *s, const char *where,
 		    struct ward_error *err);
 int wp_set_image(struct ward_policy *p, const char *s, const char *where,
 		 struct ward_error *err);
-int wp_set_network(struct ward_policy *p, const char *s, const char *where,
-		   struct ward_error *err);
+
+/* --- network (net.c: one entry; network.c: the object and its JSON form;
+ * tighten.c: its order) --- */
+int wp_net_rule_parse(const char *text, struct ward_net_rule *r, const char *where,
+		      struct ward_error *err);
+void wp_net_rule_release(struct ward_net_rule *r);
+int wp_net_rule_copy(struct ward_net_rule *dst, const struct ward_net_rule *src);
+/* Same kind, name or network, and ports. */
+bool wp_net_rule_equal(const struct ward_net_rule *a, const struct ward_net_rule *b);
+/* Everything c covers, o covers too (tighten.c's order). */
+bool wp_net_rule_within(const struct ward_net_rule *c, const struct ward_net_rule *o);
+
+/* The defaults: mode none, no entries, 64 connections, no byte limits. */
+void wp_net_init(struct ward_net_policy *n);
+int wp_net_copy(struct ward_net_policy *dst, const struct ward_net_policy *src);
+bool wp_net_equal(const struct ward_net_policy *a, const struct ward_net_policy *b);
+/* Appends one parsed entry to a list; an entry already listed is dropped
+ * (it is released), so the limit counts distinct entries. 0, -EINVAL (too
+ * many, message at where) or -ENOMEM; *r is consumed either way. */
+int wp_net_list_add(struct ward_net_rule **list, size_t *n, struct ward_net_rule *r,
+		    const char *where, struct ward_error *err);
+void wp_net_list_release(struct ward_net_rule **list, size_t *n);
+/* The whole object's rules (entries, limits, mode against the lists);
+ * messages "<source>: network.allow[2]: ...". */
+int wp_net_validate(const struct ward_net_policy *n, const char *source,
+		    struct ward_error *err);
+/* ward_policy_set's "network", "network.allow", "network.deny",
+ * "network.max_connections", "network.max_bytes_out", "network.max_bytes_in". */
+int wp_net_set(struct ward_policy *p, const char *key, const char *value, const char *where,
+	       struct ward_error *err);
+/* --- JSON (json.c), shared with network.c --- */
+struct json_t;
+struct wp_json_ctx {
+	struct ward_policy *p;
+	const char *source;     /* "policy.json" */
+	struct ward_error *err;
+};
+const char *wp_json_where(const struct wp_json_ctx *c, const char *path, char *buf,
+			  size_t len);
+const char *wp_json_path_key(char *dst, size_t len, const char *parent, const char *key);
+const char *wp_json_path_index(char *dst, size_t len, const char *parent, size_t i);
+const char *wp_json_got(struct json_t *v, char *buf, size_t len);
+int wp_json_type_error(struct wp_json_ctx *c, const char *path, const char *expected,
+		       struct json_t *v);
+int wp_json_unknown_key(struct wp_json_ctx *c, const char *path, const char *const *names,
+			size_t n, size_t stride);
+/* Bounds (size, depth) checked, then parsed: a new reference, or NULL with
+ * *r and c->err set. */
+struct json_t *wp_json_parse(const struct wp_json_ctx *c, const char *buf, size_t len, int *r);
+/* The "network" object onto c->p->network (and c->p->net). */
+int wp_net_json_apply(struct wp_json_ctx *c, const char *path, struct json_t *obj);
+/* The canonical object; *ok false on ENOMEM. */
+struct json_t *wp_net_json(const struct ward_net_policy *n, bool *ok);
 
 /* The environment a fresh policy starts with, NULL-terminated. */
 extern const char *const wp_default_env[];

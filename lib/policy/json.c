@@ -15,13 +15,7 @@
 #include "base/util.h"
 #include "policy/internal.h"
 
-struct ctx {
-	struct ward_policy *p;
-	const char *source;     /* "policy.json" */
-	struct ward_error *err;
-};
-
-typedef int (*json_fn)(struct ctx *c, const char *path, json_t *v);
+typedef int (*json_fn)(struct wp_json_ctx *c, const char *path, json_t *v);
 
 struct key {
 	const char *name;
@@ -29,7 +23,7 @@ struct key {
 };
 
 /* "policy.json: limits.memory"; the document itself when path is empty. */
-static const char *where_of(const struct ctx *c, const char *path, char *buf,
+const char *wp_json_where(const struct wp_json_ctx *c, const char *path, char *buf,
 			    size_t len)
 {
 	if (path[0])
@@ -41,7 +35,7 @@ static const char *where_of(const struct ctx *c, const char *path, char *buf,
 
 /* Appends a key to a dotted path. Keys are untrusted: control characters
  * become '?' and long keys are cut, so the message stays readable. */
-static const char *path_key(char *dst, size_t len, const char *parent,
+const char *wp_json_path_key(char *dst, size_t len, const char *parent,
 			    const char *key)
 {
 	enum { KEY_SHOWN = 64 };
@@ -59,7 +53,7 @@ static const char *path_key(char *dst, size_t len, const char *parent,
 	return dst;
 }
 
-static const char *path_index(char *dst, size_t len, const char *parent, size_t i)
+const char *wp_json_path_index(char *dst, size_t len, const char *parent, size_t i)
 {
 	snprintf(dst, len, "%s[%zu]", parent, i);
 	return dst;
@@ -67,7 +61,7 @@ static const char *path_index(char *dst, size_t len, const char *parent, size_t 
 
 /* The value as the message shows it (always written into buf): strings
  * quoted, numbers as jansson prints them, containers by kind. */
-static const char *got_of(json_t *v, char *buf, size_t len)
+const char *wp_json_got(json_t *v, char *buf, size_t len)
 {
 	static const char *const kinds[] = {
 		[JSON_OBJECT] = "an object", [JSON_ARRAY] = "an array",
@@ -88,20 +82,20 @@ static const char *got_of(json_t *v, char *buf, size_t len)
 	return buf;
 }
 
-static int type_error(struct ctx *c, const char *path, const char *expected,
+int wp_json_type_error(struct wp_json_ctx *c, const char *path, const char *expected,
 		      json_t *v)
 {
 	char where[WP_WHERE_MAX], got[WP_GOT_MAX];
-	return wp_field(c->err, wp_fail(c->err, where_of(c, path, where, sizeof(where)),
+	return wp_field(c->err, wp_fail(c->err, wp_json_where(c, path, where, sizeof(where)),
 					"expected %s, got %s", expected,
-					got_of(v, got, sizeof(got))), path);
+					wp_json_got(v, got, sizeof(got))), path);
 }
 
-static int unknown_key(struct ctx *c, const char *path, const char *const *names,
+int wp_json_unknown_key(struct wp_json_ctx *c, const char *path, const char *const *names,
 		       size_t n, size_t stride)
 {
 	char where[WP_WHERE_MAX], hint[WARD_ERROR_HINT_MAX] = "known fields: ";
-	int r = wp_fail(c->err, where_of(c, path, where, sizeof(where)),
+	int r = wp_fail(c->err, wp_json_where(c, path, where, sizeof(where)),
 			"unknown field");
 	for (size_t i = 0; i < n; i++) {
 		const char *name = *(const char *const *)(const void *)
@@ -114,22 +108,22 @@ static int unknown_key(struct ctx *c, const char *path, const char *const *names
 	return wp_field(c->err, r, path);
 }
 
-static int walk(struct ctx *c, const char *path, json_t *obj,
+static int walk(struct wp_json_ctx *c, const char *path, json_t *obj,
 		const struct key *keys, size_t n)
 {
 	const char *k;
 	json_t *v;
 	if (!json_is_object(obj))
-		return type_error(c, path, "an object", obj);
+		return wp_json_type_error(c, path, "an object", obj);
 	json_object_foreach(obj, k, v) {
 		char sub[WP_PATH_MAX];
 		const struct key *h = NULL;
-		path_key(sub, sizeof(sub), path, k);
+		wp_json_path_key(sub, sizeof(sub), path, k);
 		for (size_t i = 0; !h && i < n; i++)
 			if (strcmp(k, keys[i].name) == 0)
 				h = &keys[i];
 		if (!h)
-			return unknown_key(c, sub, &keys[0].name, n, sizeof(keys[0]));
+			return wp_json_unknown_key(c, sub, &keys[0].name, n, sizeof(keys[0]));
 		int r = wp_field(c->err, h->fn(c, sub, v), sub);
 		if (r < 0)
 			return r;
@@ -161,7 +155,7 @@ static int real_to_text(double x, char *buf, size_t len)
 
 /* Which JSON types each kind takes: sizes and durations as text ("512M",
  * "250ms"), durations and CPUs as fractional numbers, counts only whole. */
-static int limit_json(struct ctx *c, const char *path, const struct wp_limit *l,
+static int limit_json(struct wp_json_ctx *c, const char *path, const struct wp_limit *l,
 		      json_t *v)
 {
 	char where[WP_WHERE_MAX], got[WP_GOT_MAX], text[48];
@@ -169,8 +163,8 @@ static int limit_json(struct ctx *c, const char *path, const struct wp_limit *l,
 	bool real_ok = l->kind == WP_DURATION || l->kind == WP_CPUS;
 	int rc = -EINVAL;
 
-	where_of(c, path, where, sizeof(where));
-	got_of(v, got, sizeof(got));
+	wp_json_where(c, path, where, sizeof(where));
+	wp_json_got(v, got, sizeof(got));
 	if (json_is_string(v) && text_ok)
 		return wp_limit_set_str(c->p, l, json_string_value(v), got, where, c->err);
 	if (json_is_integer(v) && json_integer_value(v) >= 0) {
@@ -185,18 +179,18 @@ static int limit_json(struct ctx *c, const char *path, const struct wp_limit *l,
 	return wp_limit_apply(c->p, l, rc, 0, got, where, c->err);
 }
 
-static int j_limits(struct ctx *c, const char *path, json_t *obj)
+static int j_limits(struct wp_json_ctx *c, const char *path, json_t *obj)
 {
 	const char *k;
 	json_t *v;
 	if (!json_is_object(obj))
-		return type_error(c, path, "an object", obj);
+		return wp_json_type_error(c, path, "an object", obj);
 	json_object_foreach(obj, k, v) {
 		char sub[WP_PATH_MAX];
 		const struct wp_limit *l = wp_limit_find(k);
-		path_key(sub, sizeof(sub), path, k);
+		wp_json_path_key(sub, sizeof(sub), path, k);
 		if (!l)
-			return unknown_key(c, sub, &wp_limits[0].key, wp_n_limits,
+			return wp_json_unknown_key(c, sub, &wp_limits[0].key, wp_n_limits,
 					   sizeof(wp_limits[0]));
 		int r = wp_field(c->err, limit_json(c, sub, l, v), sub);
 		if (r < 0)
@@ -212,53 +206,53 @@ static const struct key mount_keys[] = {
 	{ "host", NULL }, { "inside", NULL }, { "writable", NULL },
 };
 
-static int mount_json(struct ctx *c, const char *path, json_t *m)
+static int mount_json(struct wp_json_ctx *c, const char *path, json_t *m)
 {
 	char sub[WP_PATH_MAX], wh[WP_WHERE_MAX], wi[WP_WHERE_MAX];
 	const char *k;
 	json_t *v, *host, *inside, *writable;
 
 	if (!json_is_object(m))
-		return type_error(c, path, "an object", m);
+		return wp_json_type_error(c, path, "an object", m);
 	/* check every key and type first, then apply the mount as a whole */
 	json_object_foreach(m, k, v) {
 		size_t i = 0;
 		while (i < ARRAY_SIZE(mount_keys) && strcmp(k, mount_keys[i].name))
 			i++;
-		path_key(sub, sizeof(sub), path, k);
+		wp_json_path_key(sub, sizeof(sub), path, k);
 		if (i == ARRAY_SIZE(mount_keys))
-			return unknown_key(c, sub, &mount_keys[0].name,
+			return wp_json_unknown_key(c, sub, &mount_keys[0].name,
 					   ARRAY_SIZE(mount_keys), sizeof(mount_keys[0]));
 		bool flag = strcmp(k, "writable") == 0;
 		if (flag ? !json_is_boolean(v) : !json_is_string(v))
-			return type_error(c, sub, flag ? "true or false" : "a string", v);
+			return wp_json_type_error(c, sub, flag ? "true or false" : "a string", v);
 	}
 	host = json_object_get(m, "host");
 	inside = json_object_get(m, "inside");
 	writable = json_object_get(m, "writable");
 	if (!host)
-		return wp_fail(c->err, where_of(c, path, wh, sizeof(wh)),
+		return wp_fail(c->err, wp_json_where(c, path, wh, sizeof(wh)),
 			       "missing required field \"host\"");
 	if (c->p->n_binds >= WP_MAX_MOUNTS)
-		return wp_fail(c->err, where_of(c, path, wh, sizeof(wh)),
+		return wp_fail(c->err, wp_json_where(c, path, wh, sizeof(wh)),
 			       "too many mounts (at most %d)", WP_MAX_MOUNTS);
-	where_of(c, path_key(sub, sizeof(sub), path, "host"), wh, sizeof(wh));
-	where_of(c, path_key(sub, sizeof(sub), path, "inside"), wi, sizeof(wi));
+	wp_json_where(c, wp_json_path_key(sub, sizeof(sub), path, "host"), wh, sizeof(wh));
+	wp_json_where(c, wp_json_path_key(sub, sizeof(sub), path, "inside"), wi, sizeof(wi));
 	return wp_bind_add(c->p, json_string_value(host),
 			   inside ? json_string_value(inside) : NULL,
 			   writable && json_is_true(writable), wh,
 			   inside ? wi : wh, c->err);
 }
 
-static int j_mounts(struct ctx *c, const char *path, json_t *arr)
+static int j_mounts(struct wp_json_ctx *c, const char *path, json_t *arr)
 {
 	size_t i;
 	json_t *m;
 	if (!json_is_array(arr))
-		return type_error(c, path, "an array of mounts", arr);
+		return wp_json_type_error(c, path, "an array of mounts", arr);
 	json_array_foreach(arr, i, m) {
 		char sub[WP_PATH_MAX];
-		path_index(sub, sizeof(sub), path, i);
+		wp_json_path_index(sub, sizeof(sub), path, i);
 		int r = wp_field(c->err, mount_json(c, sub, m), sub);
 		if (r < 0)
 			return r;
@@ -268,20 +262,20 @@ static int j_mounts(struct ctx *c, const char *path, json_t *arr)
 
 /* --- env, strings, small objects --- */
 
-static int j_env(struct ctx *c, const char *path, json_t *obj)
+static int j_env(struct wp_json_ctx *c, const char *path, json_t *obj)
 {
 	const char *k;
 	json_t *v;
 	if (!json_is_object(obj))
-		return type_error(c, path, "an object of NAME: \"VALUE\" pairs", obj);
+		return wp_json_type_error(c, path, "an object of NAME: \"VALUE\" pairs", obj);
 	json_object_foreach(obj, k, v) {
 		char sub[WP_PATH_MAX], where[WP_WHERE_MAX];
 		/* a bad name is reported on "env", since it is no field name */
 		bool named = wp_env_name_valid(k, strlen(k));
-		path_key(sub, sizeof(sub), path, k);
+		wp_json_path_key(sub, sizeof(sub), path, k);
 		if (named && !json_is_string(v) && !json_is_null(v))
-			return type_error(c, sub, "a string or null", v);
-		where_of(c, named ? sub : path, where, sizeof(where));
+			return wp_json_type_error(c, sub, "a string or null", v);
+		wp_json_where(c, named ? sub : path, where, sizeof(where));
 		int r = wp_field(c->err,
 				 wp_env_set(c->p, k, json_is_string(v) ? json_string_value(v) : NULL,
 					    where, c->err), named ? sub : path);
@@ -294,86 +288,80 @@ static int j_env(struct ctx *c, const char *path, json_t *obj)
 typedef int (*string_setter)(struct ward_policy *p, const char *s,
 			     const char *where, struct ward_error *err);
 
-static int string_field(struct ctx *c, const char *path, json_t *v,
+static int string_field(struct wp_json_ctx *c, const char *path, json_t *v,
 			string_setter fn)
 {
 	char where[WP_WHERE_MAX];
 	if (!json_is_string(v))
-		return type_error(c, path, "a string", v);
-	return fn(c->p, json_string_value(v), where_of(c, path, where, sizeof(where)),
+		return wp_json_type_error(c, path, "a string", v);
+	return fn(c->p, json_string_value(v), wp_json_where(c, path, where, sizeof(where)),
 		  c->err);
 }
 
-static int j_workdir(struct ctx *c, const char *path, json_t *v)
+static int j_workdir(struct wp_json_ctx *c, const char *path, json_t *v)
 {
 	return string_field(c, path, v, wp_set_workdir);
 }
 
-static int j_hostname(struct ctx *c, const char *path, json_t *v)
+static int j_hostname(struct wp_json_ctx *c, const char *path, json_t *v)
 {
 	return string_field(c, path, v, wp_set_hostname);
 }
 
-static int j_image(struct ctx *c, const char *path, json_t *v)
+static int j_image(struct wp_json_ctx *c, const char *path, json_t *v)
 {
 	return string_field(c, path, v, wp_set_image);
 }
 
-static int j_net_mode(struct ctx *c, const char *path, json_t *v)
-{
-	return string_field(c, path, v, wp_set_network);
-}
-
-static int bool_field(struct ctx *c, const char *path, json_t *v, bool *slot)
+static int bool_field(struct wp_json_ctx *c, const char *path, json_t *v, bool *slot)
 {
 	if (!json_is_boolean(v))
-		return type_error(c, path, "true or false", v);
+		return wp_json_type_error(c, path, "true or false", v);
 	*slot = json_is_true(v);
 	return 0;
 }
 
-static int j_user_root(struct ctx *c, const char *path, json_t *v)
+static int j_user_root(struct wp_json_ctx *c, const char *path, json_t *v)
 {
 	return bool_field(c, path, v, &c->p->root_inside);
 }
 
-static int j_cgroup_required(struct ctx *c, const char *path, json_t *v)
+static int j_cgroup_required(struct wp_json_ctx *c, const char *path, json_t *v)
 {
 	return bool_field(c, path, v, &c->p->require_cgroup);
 }
 
-static const struct key network_keys[] = { { "mode", j_net_mode } };
 static const struct key user_keys[] = { { "root", j_user_root } };
 static const struct key cgroup_keys[] = { { "required", j_cgroup_required } };
 
-static int j_network(struct ctx *c, const char *path, json_t *v)
+static int j_network(struct wp_json_ctx *c, const char *path, json_t *v)
 {
-	return walk(c, path, v, network_keys, ARRAY_SIZE(network_keys));
+	return wp_net_json_apply(c, path, v);
 }
 
-static int j_user(struct ctx *c, const char *path, json_t *v)
+static int j_user(struct wp_json_ctx *c, const char *path, json_t *v)
 {
 	return walk(c, path, v, user_keys, ARRAY_SIZE(user_keys));
 }
 
-static int j_cgroup(struct ctx *c, const char *path, json_t *v)
+static int j_cgroup(struct wp_json_ctx *c, const char *path, json_t *v)
 {
 	return walk(c, path, v, cgroup_keys, ARRAY_SIZE(cgroup_keys));
 }
 
-static int j_degraded(struct ctx *c, const char *path, json_t *arr)
+static int j_degraded(struct wp_json_ctx *c, const char *path, json_t *arr)
 {
 	size_t i;
 	json_t *v;
 	if (!json_is_array(arr))
-		return type_error(c, path, "an array of layer names", arr);
+		return wp_json_type_error(c, path, "an array of layer names", arr);
 	json_array_foreach(arr, i, v) {
 		char sub[WP_PATH_MAX], where[WP_WHERE_MAX];
-		path_index(sub, sizeof(sub), path, i);
+		wp_json_path_index(sub, sizeof(sub), path, i);
 		if (!json_is_string(v))
-			return type_error(c, sub, "a layer name", v);
+			return wp_json_type_error(c, sub, "a layer name", v);
 		int r = wp_field(c->err, wp_degrade_add(c->p, json_string_value(v),
-							where_of(c, sub, where, sizeof(where)),
+							wp_json_where(c, sub, where, sizeof(where)),
 							c->err), sub);
 		if (r < 0)
 			return r;
@@ -383,21 +371,21 @@ static int j_degraded(struct ctx *c, const char *path, json_t *arr)
 
 /* --- lint --- */
 
-static int lint_list_json(struct ctx *c, const char *path, const struct wp_lint *l,
+static int lint_list_json(struct wp_json_ctx *c, const char *path, const struct wp_lint *l,
 			  json_t *arr)
 {
 	size_t i;
 	json_t *v;
 	if (!json_is_array(arr))
-		return type_error(c, path, l->array, arr);
+		return wp_json_type_error(c, path, l->array, arr);
 	json_array_foreach(arr, i, v) {
 		/* room for "[index]" after a full path, so the index is never cut */
 		char sub[WP_PATH_MAX + 24], where[WP_WHERE_MAX];
-		path_index(sub, sizeof(sub), path, i);
+		wp_json_path_index(sub, sizeof(sub), path, i);
 		if (!json_is_string(v))
-			return type_error(c, sub, l->expected, v);
+			return wp_json_type_error(c, sub, l->expected, v);
 		int r = wp_field(c->err, wp_lint_add(c->p, l, json_string_value(v),
-						     where_of(c, sub, where, sizeof(where)),
+						     wp_json_where(c, sub, where, sizeof(where)),
 						     c->err), sub);
 		if (r < 0)
 			return r;
@@ -405,18 +393,18 @@ static int lint_list_json(struct ctx *c, const char *path, const struct wp_lint 
 	return 0;
 }
 
-static int j_lint(struct ctx *c, const char *path, json_t *obj)
+static int j_lint(struct wp_json_ctx *c, const char *path, json_t *obj)
 {
 	const char *k;
 	json_t *v;
 	if (!json_is_object(obj))
-		return type_error(c, path, "an object", obj);
+		return wp_json_type_error(c, path, "an object", obj);
 	json_object_foreach(obj, k, v) {
 		char sub[WP_PATH_MAX];
 		const struct wp_lint *l = wp_lint_find(k);
-		path_key(sub, sizeof(sub), path, k);
+		wp_json_path_key(sub, sizeof(sub), path, k);
 		if (!l)
-			return unknown_key(c, sub, &wp_lints[0].key, wp_n_lints,
+			return wp_json_unknown_key(c, sub, &wp_lints[0].key, wp_n_lints,
 					   sizeof(wp_lints[0]));
 		int r = lint_list_json(c, sub, l, v);
 		if (r < 0)
@@ -443,7 +431,7 @@ static const struct key top_keys[] = {
 
 /* jansson recurses once per level (up to 2048); the schema needs 3. Counting
  * brackets outside strings first keeps hostile nesting away from it. */
-static int check_depth(const struct ctx *c, const char *buf, size_t len)
+static int json_check_depth(const struct wp_json_ctx *c, const char *buf, size_t len)
 {
 	size_t at;
 	if (!ward_json_too_deep(buf, len, WP_MAX_DEPTH, &at))
@@ -458,7 +446,7 @@ static int check_depth(const struct ctx *c, const char *buf, size_t len)
 			      c->source, line, col, WP_MAX_DEPTH);
 }
 
-static json_t *parse(const struct ctx *c, const char *buf, size_t len, int *r)
+json_t *wp_json_parse(const struct wp_json_ctx *c, const char *buf, size_t len, int *r)
 {
 	json_error_t je;
 	json_t *root;
@@ -470,7 +458,7 @@ static json_t *parse(const struct ctx *c, const char *buf, size_t len, int *r)
 			     len, WP_MAX_DOC / 1024);
 		return NULL;
 	}
-	if ((*r = check_depth(c, buf, len)) < 0)
+	if ((*r = json_check_depth(c, buf, len)) < 0)
 		return NULL;
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
@@ -492,18 +480,18 @@ WARD_EXPORT int ward_policy_load_json(struct ward_policy *p, const char *buf,
 				      size_t len, const char *source,
 				      struct ward_error *err)
 {
-	struct ctx c = { .source = source ? source : "policy", .err = err };
+	struct wp_json_ctx c = { .source = source ? source : "policy", .err = err };
 	struct ward_policy copy;
 	json_t *root;
 	int r;
 
 	if (!p)
 		return wp_fail(err, c.source, "no policy given");
-	root = parse(&c, buf ? buf : "", buf ? len : 0, &r);
+	root = wp_json_parse(&c, buf ? buf : "", buf ? len : 0, &r);
 	if (!root)
 		return r;
 	if (!json_is_object(root)) {
-		r = type_error(&c, "", "a JSON object at the top level", root);
+		r = wp_json_type_error(&c, "", "a JSON object at the top level", root);
 		json_decref(root);
 		return r;
 	}
@@ -691,7 +679,7 @@ WARD_EXPORT char *ward_policy_to_json(const struct ward_policy *p)
 	put(root, "workdir", json_string(p->workdir ? p->workdir : ""), &ok);
 	put(root, "hostname", json_string(p->hostname ? p->hostname : ""), &ok);
 	put(root, "image", json_string(p->image ? p->image : ""), &ok);
-	put(root, "network", one("mode", json_string("none"), &ok), &ok);
+	put(root, "network", wp_net_json(&p->network, &ok), &ok);
 	put(root, "user", one("root", json_boolean(p->root_inside), &ok), &ok);
 	put(root, "cgroup", one("required", json_boolean(p->require_cgroup), &ok), &ok);
 	put(root, "allow_degraded", degraded_json(p, &ok), &ok);

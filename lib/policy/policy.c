@@ -193,6 +193,7 @@ WARD_EXPORT int ward_policy_init(struct ward_policy *p, struct ward_error *err)
 		.output_limit = 16 * MiB,
 		.net = WARD_NET_NONE,
 	};
+	wp_net_init(&p->network);
 	p->workdir = strdup("/workspace");
 	p->hostname = strdup("sandbox");
 	p->image = strdup("host");
@@ -223,6 +224,7 @@ WARD_EXPORT void ward_policy_release(struct ward_policy *p)
 		free(p->env[i]);
 	free(p->env);
 	wp_lint_release(p);
+	ward_net_policy_release(&p->network);
 	free(p->workdir);
 	free(p->hostname);
 	free(p->image);
@@ -252,6 +254,10 @@ WARD_EXPORT int ward_policy_copy(struct ward_policy *dst,
 	dst->n_lint_deny_imports = 0;
 	dst->lint_deny_calls = NULL;
 	dst->n_lint_deny_calls = 0;
+	dst->network.allow = NULL;
+	dst->network.n_allow = 0;
+	dst->network.deny = NULL;
+	dst->network.n_deny = 0;
 	dst->workdir = dup_or_null(src->workdir, &ok);
 	dst->hostname = dup_or_null(src->hostname, &ok);
 	dst->image = dup_or_null(src->image, &ok);
@@ -274,6 +280,8 @@ WARD_EXPORT int ward_policy_copy(struct ward_policy *dst,
 	}
 	if (ok)
 		ok = wp_lint_copy(dst, src) == 0;
+	if (ok)
+		ok = wp_net_copy(&dst->network, &src->network) == 0;
 	if (!ok) {
 		ward_policy_release(dst);
 		return wp_nomem(err, "policy");
@@ -303,6 +311,7 @@ WARD_EXPORT bool ward_policy_equal(const struct ward_policy *a,
 	if (a->n_binds != b->n_binds || a->n_env != b->n_env ||
 	    !str_eq(a->workdir, b->workdir) || !str_eq(a->hostname, b->hostname) ||
 	    !str_eq(a->image, b->image) || a->net != b->net ||
+	    !wp_net_equal(&a->network, &b->network) ||
 	    a->root_inside != b->root_inside ||
 	    a->require_cgroup != b->require_cgroup ||
 	    a->allow_degrade != b->allow_degrade)
@@ -540,17 +549,6 @@ int wp_set_image(struct ward_policy *p, const char *s, const char *where,
 	return replace_str(&p->image, strdup(s), where, err);
 }
 
-int wp_set_network(struct ward_policy *p, const char *s, const char *where,
-		   struct ward_error *err)
-{
-	char q[WP_GOT_MAX];
-	if (strcmp(s, "none") != 0)
-		return wp_fail(err, where, "expected one of \"none\", got %s",
-			       wp_quote(s, q, sizeof(q)));
-	p->net = WARD_NET_NONE;
-	return 0;
-}
-
 /* --- flags: ward_policy_set --- */
 
 static int set_mount(struct ward_policy *p, const char *v, bool rw,
@@ -660,7 +658,6 @@ static const struct {
 	{ "workdir", wp_set_workdir },
 	{ "hostname", wp_set_hostname },
 	{ "image", wp_set_image },
-	{ "network", wp_set_network },
 	{ "user.root", set_root },
 	{ "cgroup.required", set_cgroup_required },
 	{ "allow_degraded", set_degraded },
@@ -686,6 +683,8 @@ WARD_EXPORT int ward_policy_set(struct ward_policy *p, const char *field,
 		if (l)
 			return wp_field(err, wp_lint_set_list(p, l, value, where, err), field);
 	}
+	if (strcmp(field, "network") == 0 || strncmp(field, "network.", 8) == 0)
+		return wp_field(err, wp_net_set(p, field, value, where, err), field);
 	for (size_t i = 0; i < ARRAY_SIZE(setters); i++)
 		if (strcmp(field, setters[i].field) == 0)
 			return wp_field(err, setters[i].fn(p, value, where, err), field);
@@ -717,8 +716,11 @@ static int validate_fields(const struct ward_policy *p, struct ward_error *err)
 			     "hostname");
 	if (r == 0 && strcmp(p->image, "host") != 0)
 		r = wp_fail_at(err, "policy", "image", "expected one of \"host\"");
-	if (r == 0 && p->net != WARD_NET_NONE)
-		r = wp_fail_at(err, "policy", "network.mode", "expected one of \"none\"");
+	if (r == 0 && p->net != p->network.mode)
+		r = wp_fail_at(err, "policy", "network.mode",
+			       "the policy's net and network.mode differ");
+	if (r == 0)
+		r = wp_net_validate(&p->network, "policy", err);
 	return r;
 }
 

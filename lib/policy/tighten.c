@@ -150,14 +150,95 @@ static int image_same(const struct ward_policy *base, const struct ward_policy *
 	return same_string(base, p, offsetof(struct ward_policy, image), field, err);
 }
 
-/* Only "none" exists; a mode that reaches further is never tighter. */
-static int network_same(const struct ward_policy *base, const struct ward_policy *p,
-			const char *field, struct ward_error *err)
+/* --- network --- */
+
+/* Every entry the client allows lies within one of the operator's. */
+static int net_allow_within(const struct ward_net_policy *base, const struct ward_net_policy *p,
+			    struct ward_error *err)
 {
-	if (p->net == base->net)
+	for (size_t i = 0; i < p->n_allow; i++) {
+		bool found = false;
+		for (size_t j = 0; !found && j < base->n_allow; j++)
+			found = wp_net_rule_within(&p->allow[i], &base->allow[j]);
+		if (found)
+			continue;
+		char sub[WP_PATH_MAX], text[320];
+		snprintf(sub, sizeof(sub), "network.allow[%zu]", i);
+		return wp_fail_at(err, "policy", sub, "'%s' is not within the operator's allowlist; %s",
+				  ward_net_rule_format(&p->allow[i], text, sizeof(text)), LOOSER);
+	}
+	return 0;
+}
+
+/* The operator's deny entries stay; the client may add its own. */
+static int net_deny_kept(const struct ward_net_policy *base, const struct ward_net_policy *p,
+			 struct ward_error *err)
+{
+	for (size_t j = 0; j < base->n_deny; j++) {
+		bool found = false;
+		for (size_t i = 0; !found && i < p->n_deny; i++)
+			found = wp_net_rule_equal(&p->deny[i], &base->deny[j]);
+		if (found)
+			continue;
+		char text[320];
+		return wp_fail_at(err, "policy", "network.deny",
+				  "the operator's '%s' may not be removed; %s",
+				  ward_net_rule_format(&base->deny[j], text, sizeof(text)), LOOSER);
+	}
+	return 0;
+}
+
+/* 0 is "no limit", the loosest. */
+static int net_limit_smaller(uint64_t base, uint64_t p, const char *field, enum wp_kind kind,
+			     struct ward_error *err)
+{
+	uint64_t eb = base ? base : UINT64_MAX, ep = p ? p : UINT64_MAX;
+	char a[32] = "no limit", b[32] = "no limit";
+	if (ep <= eb)
 		return 0;
-	return wp_fail_at(err, "policy", field, "may not differ from the operator's; %s",
+	if (p)
+		wp_format(kind, p, a, sizeof(a));
+	if (base)
+		wp_format(kind, base, b, sizeof(b));
+	return wp_fail_at(err, "policy", field, "%s is looser than the operator's %s; %s", a, b,
 			  LOOSER);
+}
+
+WARD_EXPORT int ward_net_policy_check_tighter(const struct ward_net_policy *base,
+					      const struct ward_net_policy *p,
+					      struct ward_error *err)
+{
+	/* no network reaches nothing: tighter than any operator's */
+	if (p->mode == WARD_NET_NONE)
+		return 0;
+	if (base->mode != WARD_NET_ALLOWLIST || p->mode != WARD_NET_ALLOWLIST)
+		return wp_fail_at(err, "policy", "network.mode",
+				  "\"allowlist\" is looser than the operator's \"none\"; %s", LOOSER);
+	int r = net_allow_within(base, p, err);
+	if (r == 0)
+		r = net_deny_kept(base, p, err);
+	if (r == 0)
+		r = net_limit_smaller(base->max_connections, p->max_connections,
+				      "network.max_connections", WP_COUNT, err);
+	if (r == 0)
+		r = net_limit_smaller(base->max_bytes_out, p->max_bytes_out,
+				      "network.max_bytes_out", WP_SIZE, err);
+	if (r == 0)
+		r = net_limit_smaller(base->max_bytes_in, p->max_bytes_in,
+				      "network.max_bytes_in", WP_SIZE, err);
+	return r;
+}
+
+/* p->net is network.mode (kept equal by every setter), so the one row
+ * covers both. */
+static int network_tighter(const struct ward_policy *base, const struct ward_policy *p,
+			   const char *field, struct ward_error *err)
+{
+	(void)field;
+	if (p->net != p->network.mode)
+		return wp_fail_at(err, "policy", "network.mode",
+				  "the policy's net and network.mode differ");
+	return ward_net_policy_check_tighter(&base->network, &p->network, err);
 }
 
 static int root_only_if_allowed(const struct ward_policy *base, const struct ward_policy *p,
@@ -226,8 +307,7 @@ const struct wp_member wp_members[] = {
 	MEMBER("workdir", workdir, workdir, free_to_change),
 	MEMBER("hostname", hostname, hostname, free_to_change),
 	MEMBER("image", image, image, image_same),
-	MEMBER("network.mode", net, net, network_same),
-	MEMBER("network", network, network, network_same),
+	MEMBER("network", net, network, network_tighter),
 	MEMBER("user.root", root_inside, root_inside, root_only_if_allowed),
 	MEMBER("cgroup.required", require_cgroup, require_cgroup, cgroup_required_kept),
 	MEMBER("allow_degraded", allow_degrade, allow_degrade, degrade_subset),

@@ -349,7 +349,9 @@ static void test_unknown_keys(void)
 	json_fails("{\"mounts\": [{\"host\": \"/a\", \"hots\": \"/b\"}]}",
 		   "policy.json: mounts[0].hots: unknown field");
 	is_str(err.hint, "known fields: host, inside, writable", "  hint for mounts");
-	json_fails("{\"network\": {\"allow\": []}}", "policy.json: network.allow: unknown field");
+	json_fails("{\"network\": {\"alow\": []}}", "policy.json: network.alow: unknown field");
+	is_str(err.hint, "known fields: mode, allow, deny, max_connections, max_bytes_out, "
+	       "max_bytes_in", "  hint for network");
 	json_fails("{\"user\": {\"uid\": 0}}", "policy.json: user.uid: unknown field");
 	json_fails("{\"cgroup\": {\"path\": \"/x\"}}", "policy.json: cgroup.path: unknown field");
 	json_fails("{\"a\\u0001b\": 1}", "policy.json: a?b: unknown field");
@@ -577,9 +579,9 @@ static void test_strings(void)
 #undef HN
 	json_fails("{\"image\": \"debian\"}", "policy.json: image: expected one of \"host\", got \"debian\"");
 	json_fails("{\"network\": {\"mode\": \"host\"}}",
-		   "policy.json: network.mode: expected one of \"none\", got \"host\"");
+		   "policy.json: network.mode: expected one of \"none\", \"allowlist\", got \"host\"");
 	json_fails("{\"network\": \"none\"}", "policy.json: network: expected an object, got \"none\"");
-	set_fails("network", "bridge", "--net", "--net: expected one of \"none\", got \"bridge\"");
+	set_fails("network", "bridge", "--net", "--net: expected one of \"none\", \"allowlist\", got \"bridge\"");
 }
 
 static void test_bools(void)
@@ -1144,7 +1146,10 @@ static void tighten_base(struct ward_policy *b)
 	ok(load(b, "{\"limits\": {\"cpus\": 0.25, \"cpu_time\": \"10s\", \"file_size\": \"8M\"},"
 		   " \"mounts\": [{\"host\": \"/usr/share\", \"inside\": \"/data\"}],"
 		   " \"env\": {\"PROXY\": \"http://10.0.0.1\"}, \"cgroup\": {\"required\": true},"
-		   " \"lint\": {\"deny_imports\": [\"socket\"]}}") == 0, "the operator's policy loads");
+		   " \"lint\": {\"deny_imports\": [\"socket\"]},"
+		   " \"network\": {\"allow\": [\"pypi.test\", \"*.example.test:*\", \"10.0.0.0/8\"],"
+		   " \"deny\": [\"bad.example.test\"], \"max_connections\": 16,"
+		   " \"max_bytes_out\": \"100M\"}}") == 0, "the operator's policy loads");
 }
 
 static int tighter(const struct ward_policy *b, const struct ward_policy *p)
@@ -1205,7 +1210,7 @@ typedef void (*loosen_fn)(struct ward_policy *p);
 static void l_mounts(struct ward_policy *p) { p->binds[0].writable = true; }
 static void l_env(struct ward_policy *p) { ward_policy_set(p, "env.unset", "PROXY", NULL, &err); }
 static void l_image(struct ward_policy *p) { free(p->image); p->image = strdup("other"); }
-static void l_network(struct ward_policy *p) { p->net = (enum ward_net_mode)1; }
+static void l_network(struct ward_policy *p) { ward_policy_set(p, "network.allow", "evil.test", NULL, &err); }
 static void l_root(struct ward_policy *p) { p->root_inside = true; }
 static void l_cgroup(struct ward_policy *p) { p->require_cgroup = false; }
 static void l_degraded(struct ward_policy *p) { p->allow_degrade |= 1u << WARD_LAYER_LANDLOCK; }
@@ -1230,7 +1235,7 @@ static const struct {
 	{ "workdir", NULL, f_workdir },
 	{ "hostname", NULL, f_hostname },
 	{ "image", "image", l_image },
-	{ "network.mode", "network.mode", l_network },
+	{ "network", "network.allow[3]", l_network },
 	{ "user.root", "user.root", l_root },
 	{ "cgroup.required", "cgroup.required", l_cgroup },
 	{ "allow_degraded", "allow_degraded", l_degraded },
