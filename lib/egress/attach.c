@@ -7,6 +7,7 @@
  * shuts the sandbox's sockets down and the last thread to let go frees. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -459,6 +460,10 @@ int ward_egress_attach(struct ward_egress *e, const char *sandbox_id, const char
 		s->fds[k] = in[k];
 		in[k] = -1;
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->lst[k] };
+		/* the acceptor must never block in accept or recvfrom */
+		if (s->fds[k] >= 0 && fcntl(s->fds[k], F_SETFL, fcntl(s->fds[k], F_GETFL) | O_NONBLOCK) < 0
+		    && rc == 0)
+			rc = ward_error_set(err, errno, "egress", "unable to make the sandbox's listener non-blocking");
 		if (s->fds[k] >= 0 && epoll_ctl(e->epfd, EPOLL_CTL_ADD, s->fds[k], &ev) < 0 && rc == 0)
 			rc = ward_error_set(err, errno, "egress", "unable to watch the sandbox's listener");
 	}

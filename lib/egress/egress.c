@@ -25,40 +25,14 @@
 
 /* Rules ------------------------------------------------------------------ */
 
-static bool port_ok(const struct ward_net_rule *r, uint16_t port)
-{
-	if (r->any_port)
-		return true;
-	return r->port ? r->port == port : (port == 80 || port == 443);
-}
-
-static bool host_ok(const struct ward_net_rule *r, const char *name)
-{
-	if (!name || !r->host)
-		return false;
-	if (r->kind == WARD_NET_RULE_HOST)
-		return strcmp(name, r->host) == 0;
-	size_t n = strlen(name), m = strlen(r->host);
-	/* "*.example.com" covers one label or more below example.com, not
-	 * example.com itself */
-	return n > m + 1 && name[n - m - 1] == '.' && strcmp(name + n - m, r->host) == 0;
-}
-
+/* ward_net_rule_match, where port 0 means "on any port the rule names"
+ * (the DNS stub's question, the "wrong port" hint). */
 bool egress_rule_match(const struct ward_net_rule *r, const char *name,
 		       const struct egress_addr *a, uint16_t port)
 {
-	if (r->kind == WARD_NET_RULE_CIDR) {
-		if (!a)
-			return false;
-		struct egress_cidr c = { .prefix = r->prefix };
-		c.net.family = r->family;
-		memcpy(c.net.a, r->addr, sizeof(c.net.a));
-		if (!egress_cidr_contains(&c, a))
-			return false;
-	} else if (!host_ok(r, name)) {
-		return false;
-	}
-	return port == 0 || port_ok(r, port);
+	if (port == 0)
+		port = r->any_port ? 1 : r->port ? r->port : 80;
+	return ward_net_rule_match(r, name, a ? a->family : 0, a ? a->a : NULL, port);
 }
 
 static void rules_free(struct ward_net_rule *r, size_t n)
@@ -230,6 +204,7 @@ int egress_count(struct ward_egress_sandbox *s, bool out, size_t n, char *why, s
 	if (max && *used + n > max) {
 		const char *what = out ? "bytes_out" : "bytes_in";
 		s->usage.limit = what;
+		*(out ? &s->hit_out : &s->hit_in) = true;
 		snprintf(why, why_len, "%s limit reached (%llu)", what, (unsigned long long)max);
 		rc = -EDQUOT;
 	} else {

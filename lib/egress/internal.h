@@ -163,6 +163,7 @@ struct ward_egress_sandbox {
 	struct egress_conn *conns;   /* open connections, to shut down on detach */
 	unsigned n_conns;
 	struct ward_net_usage usage;
+	bool hit_out, hit_in;        /* a byte limit stopped a connection */
 	struct ward_net_denial last;
 	bool has_last;
 	struct egress_fake fake;

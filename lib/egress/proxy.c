@@ -159,8 +159,9 @@ static void answer(struct conn *k, enum answer how, const char *reason)
 /* Refuses: answers the program and records the denial. Returns -EACCES. */
 static int refuse(struct conn *k, enum answer how, const char *reason)
 {
-	answer(k, how, reason);
+	/* recorded before the program hears of it: its error hint reads it */
 	egress_deny(k->s, k->host, k->port, k->addr_text, via_name[k->via], reason);
+	answer(k, how, reason);
 	return -EACCES;
 }
 
@@ -320,22 +321,6 @@ static int classify(struct conn *k)
 
 /* The decision ---------------------------------------------------------------- */
 
-static void rule_text(const struct ward_net_rule *r, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN], port[16] = "";
-	if (r->any_port)
-		ward_strlcpy(port, ":*", sizeof(port));
-	else if (r->port)
-		snprintf(port, sizeof(port), ":%u", r->port);
-	if (r->kind == WARD_NET_RULE_CIDR) {
-		inet_ntop(r->family, r->addr, a, sizeof(a));
-		snprintf(buf, len, r->family == AF_INET6 && *port ? "[%s]/%u%s" : "%s/%u%s",
-			 a, r->prefix, port);
-	} else {
-		snprintf(buf, len, "%s%s%s", r->kind == WARD_NET_RULE_SUFFIX ? "*." : "", r->host, port);
-	}
-}
-
 /* The policy for (name or address, port): NULL when allowed, else the
  * reason in k->why. */
 static const char *policy(struct conn *k, const struct egress_net *n, const struct egress_addr *a)
@@ -344,7 +329,7 @@ static const char *policy(struct conn *k, const struct egress_net *n, const stru
 	for (size_t i = 0; i < n->p.n_deny; i++)
 		if (egress_rule_match(&n->p.deny[i], name, a, k->port)) {
 			char t[320];
-			rule_text(&n->p.deny[i], t, sizeof(t));
+			ward_net_rule_format(&n->p.deny[i], t, sizeof(t));
 			snprintf(k->why, sizeof(k->why), "denied by network.deny entry '%s'", t);
 			return k->why;
 		}
@@ -449,10 +434,10 @@ static int decide_and_connect(struct conn *k)
 	if (!why) {
 		pthread_mutex_lock(&k->s->lock);
 		const struct ward_net_usage *u = &k->s->usage;
-		if (n->p.max_bytes_out && u->bytes_out >= n->p.max_bytes_out)
+		if (n->p.max_bytes_out && (u->bytes_out >= n->p.max_bytes_out || k->s->hit_out))
 			snprintf(k->why, sizeof(k->why), "bytes_out limit reached (%llu)",
 				 (unsigned long long)n->p.max_bytes_out);
-		else if (n->p.max_bytes_in && u->bytes_in >= n->p.max_bytes_in)
+		else if (n->p.max_bytes_in && (u->bytes_in >= n->p.max_bytes_in || k->s->hit_in))
 			snprintf(k->why, sizeof(k->why), "bytes_in limit reached (%llu)",
 				 (unsigned long long)n->p.max_bytes_in);
 		else
@@ -537,6 +522,8 @@ static int hello_check(struct conn *k, unsigned char *buf, size_t cap)
 		}
 		if (now > n && now > 1 && (rc = egress_sni_parse(buf, now, sni, sizeof(sni))) != -EAGAIN)
 			break;
+		if (eof && now == 0)
+			return 0;    /* closed without a byte: nothing to check */
 		if (eof || now >= cap || ward_now_ns() >= deadline)
 			break;
 		if (now == n) {
