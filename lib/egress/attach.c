@@ -120,9 +120,9 @@ static void accept_one(struct ward_egress_sandbox *s, int lfd)
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (reason) {
+		egress_deny(s, "", 0, "", "accept", reason);   /* before the program sees the reset */
 		reset_close(fd);
 		free(c);
-		egress_deny(s, "", 0, "", "accept", reason);
 		return;
 	}
 	pthread_attr_t attr;

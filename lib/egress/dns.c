@@ -190,9 +190,10 @@ static void resolve_wait(ares_channel ch, struct resolve_ctx *r, int timeout_ms)
 		nfds_t n = 0;
 		for (int i = 0; i < ARES_GETSOCK_MAXNUM; i++) {
 			short ev = 0;
-			if (ARES_GETSOCK_READABLE(bits, i))
+			/* c-ares' own macros shift a signed 1 into the sign bit */
+			if ((unsigned)bits & (1u << i))
 				ev |= POLLIN;
-			if (ARES_GETSOCK_WRITABLE(bits, i))
+			if ((unsigned)bits & (1u << (i + ARES_GETSOCK_MAXNUM)))
 				ev |= POLLOUT;
 			if (ev) {
 				pfd[n].fd = socks[i];
