@@ -175,7 +175,17 @@ static void policy_of(struct ward_net_policy *p, const char *allow, const char *
 		char buf[1024], *save = NULL;
 		if (!lists[l])
 			continue;
-		snprintf(buf, sizeof(buf), lists[l], UP, UP, UP, UP);
+		/* "%u" stands for the upstream's port */
+		size_t o = 0;
+		for (const char *c = lists[l]; *c && o + 8 < sizeof(buf); c++) {
+			if (c[0] == '%' && c[1] == 'u') {
+				o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%u", UP);
+				c++;
+			} else {
+				buf[o++] = *c;
+			}
+		}
+		buf[o] = '\0';
 		for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 			struct ward_net_rule **r = l ? &p->deny : &p->allow;
 			size_t *n = l ? &p->n_deny : &p->n_allow;
