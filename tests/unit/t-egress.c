@@ -6,13 +6,16 @@
  * that is allowed, so that only the protection explains the refusal. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -814,6 +817,173 @@ static void test_rebinding(uint16_t dns_port, bool have_b)
 	box_detach(&b);
 }
 
+/* A captured connection ------------------------------------------------------------ */
+
+static int run(char *const argv[])
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		dup2(null, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, text, strlen(text)) < 0) {
+		}
+		close(fd);
+	}
+}
+
+/* The child: a user and network namespace of its own with the capture
+ * rules, its listeners passed out; then a program that ignores proxies. */
+static void transparent_child(int sock)
+{
+	char map[64];
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
+		_exit(77);
+	write_file("/proc/self/setgroups", "deny");
+	snprintf(map, sizeof(map), "0 %u 1", uid);
+	write_file("/proc/self/uid_map", map);
+	snprintf(map, sizeof(map), "0 %u 1", gid);
+	write_file("/proc/self/gid_map", map);
+	char *lo[] = { "ip", "link", "set", "lo", "up", NULL };
+	/* without "src 127.0.0.1" replies to a redirected connection are lost */
+	char *route[] = { "ip", "route", "add", "default", "dev", "lo", "src", "127.0.0.1", NULL };
+	char *table[] = { "nft", "add", "table", "inet", "wardt", NULL };
+	char *chain[] = { "nft", "add", "chain", "inet", "wardt", "o",
+			  "{ type nat hook output priority -100; }", NULL };
+	char *rule[] = { "nft", "add", "rule", "inet", "wardt", "o", "meta", "l4proto", "tcp",
+			 "ip", "daddr", "!=", "127.0.0.0/8", "redirect", "to", ":3128", NULL };
+	if (run(lo) || run(route) || run(table) || run(chain) || run(rule))
+		_exit(77);
+	uint16_t p;
+	int fds[2] = { listen_on("127.0.0.1", 3128, SOCK_STREAM, &p),
+		       listen_on("127.0.0.1", 53, SOCK_DGRAM, &p) };
+	if (fds[0] < 0 || fds[1] < 0)
+		_exit(77);
+	char cbuf[CMSG_SPACE(sizeof(fds))] = { 0 }, one = 'f';
+	struct iovec iov = { &one, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	if (sendmsg(sock, &m, 0) < 0 || read(sock, &one, 1) != 1)
+		_exit(2);
+
+	/* the program: resolves through the stub, connects directly */
+	struct box b = { .dns = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0) };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(53) };
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	connect(b.dns, (struct sockaddr *)&a, sizeof(a));
+	int an = 0;
+	uint32_t fake = 0;
+	unsigned char result = 0;
+	if (ask(&b, "allowed.test", 1, &an, &fake) == 0 && fake) {
+		result |= 4;
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		a.sin_port = htons(UP);
+		a.sin_addr.s_addr = htonl(fake);
+		char buf[64];
+		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+			result |= 8;
+			send_str(fd, "ping\n");
+			recv_until(fd, buf, sizeof(buf), "\n");
+			result |= strcmp(buf, "A\n") == 0 ? 1 : 0;
+		}
+		close(fd);
+	}
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	inet_pton(AF_INET, "203.0.113.5", &a.sin_addr);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+		char buf[64];
+		if (write(fd, "ping\n", 5) < 0 || recv_until(fd, buf, sizeof(buf), "\n") <= 0)
+			result |= 2;     /* reset or closed, nothing answered */
+	} else {
+		result |= 2;
+	}
+	close(fd);
+	if (write(sock, &result, 1) != 1)
+		_exit(2);
+	_exit(0);
+}
+
+static void test_transparent(void)
+{
+	int sv[2];
+	socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		transparent_child(sv[1]);
+	}
+	close(sv[1]);
+	int fds[2] = { -1, -1 };
+	char one, cbuf[CMSG_SPACE(sizeof(fds))];
+	struct iovec iov = { &one, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	if (recvmsg(sv[0], &m, 0) <= 0 || !CMSG_FIRSTHDR(&m)) {
+		int st = 0;
+		waitpid(pid, &st, 0);
+		skip("no user and network namespace with nft capture rules here (exit %d)",
+		     WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		skip("see above");
+		close(sv[0]);
+		return;
+	}
+	memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(fds));
+	struct ward_net_policy p;
+	policy_of(&p, "allowed.test:%u", NULL);
+	struct ward_egress_fds efds = { .tcp4 = fds[0], .tcp6 = -1, .dns4 = fds[1] };
+	struct ward_egress_sandbox *s = NULL;
+	struct ward_error err;
+	ok(ward_egress_attach(E, "sb-t", "", &p, NULL, 0, &efds, &s, &err) == 0, "attach the namespace's listeners");
+	policy_free(&p);
+	unsigned char result = 0;
+	if (write(sv[0], "g", 1) != 1 || read(sv[0], &result, 1) != 1)
+		result = 0;
+	int st = 0;
+	waitpid(pid, &st, 0);
+	if (!ok(result & 1, "a captured connection to the stub's address reaches the allowed name")) {
+		struct ward_net_usage u;
+		ward_egress_usage(s, &u);
+		diag("child: %s %s", result & 4 ? "resolved" : "no answer from the stub",
+		     result & 8 ? "connected" : "not connected");
+		pthread_mutex_lock(&ev_lock);
+		for (size_t i = 0; i < n_events; i++)
+			diag("event %s %s:%u %s allowed=%d end=%d out=%llu in=%llu '%s'", events[i].via, events[i].host,
+			     events[i].port, events[i].addr, events[i].allowed, events[i].end,
+			     (unsigned long long)events[i].out, (unsigned long long)events[i].in, events[i].reason);
+		pthread_mutex_unlock(&ev_lock);
+		for (size_t i = 0; i < u.n_denied; i++)
+			diag("denied %s:%u: %s", u.denied[i].host, u.denied[i].port, u.denied[i].reason);
+	}
+	ok(result & 2, "a captured connection to an address not allowed is reset");
+	struct ward_net_denial d;
+	char want[64];
+	snprintf(want, sizeof(want), "203.0.113.5");
+	ok(ward_egress_last_denial(s, &d) == 0 && strcmp(d.host, want) == 0 && d.port == UP
+	   && strcmp(d.reason, "not in the allowlist") == 0, "... recorded as not in the allowlist");
+	ward_egress_detach(s);
+	close(sv[0]);
+}
+
 int main(void)
 {
 	upstream_start(&UA, "127.0.0.1", 0, 'A');
@@ -855,6 +1025,7 @@ int main(void)
 	test_limits_and_usage();
 	test_events_update();
 	test_rebinding(dns_port, UB.fd >= 0);
+	test_transparent();
 	ward_egress_free(E);
 	return tap_done();
 }
