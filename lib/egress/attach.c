@@ -120,7 +120,15 @@ static void accept_one(struct ward_egress_sandbox *s, int lfd)
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (reason) {
-		egress_deny(s, "", 0, "", "accept", reason);   /* before the program sees the reset */
+		/* before the program sees the reset; a captured connection's
+		 * destination is known without reading a byte */
+		struct egress_addr a;
+		uint16_t port = 0;
+		char host[INET6_ADDRSTRLEN] = "";
+		bool captured = egress_original_dst(fd, &a, &port) == 0;
+		if (captured)
+			egress_addr_str(&a, host, sizeof(host));
+		egress_deny(s, host, port, host, captured ? "transparent" : "connect", reason);
 		reset_close(fd);
 		free(c);
 		return;

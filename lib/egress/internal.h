@@ -211,6 +211,10 @@ bool egress_rule_match(const struct ward_net_rule *r, const char *name,
 
 /* proxy.c ------------------------------------------------------------- */
 
+/* A captured connection's original destination (SO_ORIGINAL_DST): 0, or
+ * -ENOENT when the connection was made to the listener itself (or the
+ * kernel does not know). */
+int egress_original_dst(int fd, struct egress_addr *a, uint16_t *port);
 /* The connection thread's body: takes c (ends it). */
 void *egress_conn_main(void *c);
 

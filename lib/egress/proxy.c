@@ -167,33 +167,32 @@ static int refuse(struct conn *k, enum answer how, const char *reason)
 
 /* What the program asks for ------------------------------------------------- */
 
-/* The original destination of a captured connection: 0 and k filled, or
- * -ENOENT when the connection was made to the listener itself. */
-static int original_dst(struct conn *k)
+int egress_original_dst(int fd, struct egress_addr *a, uint16_t *port)
 {
 	struct sockaddr_storage self, orig;
 	socklen_t sl = sizeof(self), ol = sizeof(orig);
-	if (getsockname(k->c->fd, (struct sockaddr *)&self, &sl) < 0)
+	if (getsockname(fd, (struct sockaddr *)&self, &sl) < 0)
 		return -ENOENT;
 	int rc = self.ss_family == AF_INET6
-		? getsockopt(k->c->fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &orig, &ol)
-		: getsockopt(k->c->fd, SOL_IP, SO_ORIGINAL_DST, &orig, &ol);
+		? getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &orig, &ol)
+		: getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &orig, &ol);
 	if (rc < 0 || orig.ss_family != self.ss_family)
 		return -ENOENT;
+	memset(a, 0, sizeof(*a));
 	if (orig.ss_family == AF_INET) {
 		struct sockaddr_in *o = (void *)&orig, *m = (void *)&self;
 		if (o->sin_addr.s_addr == m->sin_addr.s_addr && o->sin_port == m->sin_port)
 			return -ENOENT;
-		k->addr.family = AF_INET;
-		memcpy(k->addr.a, &o->sin_addr, 4);
-		k->port = ntohs(o->sin_port);
+		a->family = AF_INET;
+		memcpy(a->a, &o->sin_addr, 4);
+		*port = ntohs(o->sin_port);
 	} else {
 		struct sockaddr_in6 *o = (void *)&orig, *m = (void *)&self;
 		if (memcmp(&o->sin6_addr, &m->sin6_addr, 16) == 0 && o->sin6_port == m->sin6_port)
 			return -ENOENT;
-		k->addr.family = AF_INET6;
-		memcpy(k->addr.a, &o->sin6_addr, 16);
-		k->port = ntohs(o->sin6_port);
+		a->family = AF_INET6;
+		memcpy(a->a, &o->sin6_addr, 16);
+		*port = ntohs(o->sin6_port);
 	}
 	return 0;
 }
@@ -294,7 +293,7 @@ static int read_http(struct conn *k)
 /* Classifies the connection; 0, -EPROTO (dropped silently) or -EACCES. */
 static int classify(struct conn *k)
 {
-	if (original_dst(k) == 0) {
+	if (egress_original_dst(k->c->fd, &k->addr, &k->port) == 0) {
 		k->via = VIA_TRANSPARENT;
 		egress_addr_str(&k->addr, k->host, sizeof(k->host));
 		k->is_name = false;
