@@ -182,7 +182,12 @@ static void dns_serve(struct ward_egress_sandbox *s, int fd)
 		uint32_t addr = 0;
 		if (!dns_allowed(s, q.name)) {
 			rcode = 5;    /* REFUSED */
-			egress_deny(s, q.name, 53, "", "dns", "not in the allowlist");
+			/* resolvers retry and ask again per search domain: one
+			 * record per name in a row, not one per packet */
+			if (strcmp(s->dns_last, q.name) != 0) {
+				ward_strlcpy(s->dns_last, q.name, sizeof(s->dns_last));
+				egress_deny(s, q.name, 53, "", "dns", "not in the allowlist");
+			}
 		} else if (q.qtype == 1 && q.qclass == 1) {
 			addr = egress_fake_assign(&s->fake, q.name);
 			if (!addr)

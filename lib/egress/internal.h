@@ -167,6 +167,7 @@ struct ward_egress_sandbox {
 	struct ward_net_denial last;
 	bool has_last;
 	struct egress_fake fake;
+	char dns_last[256];          /* the last name the stub refused (acceptor only) */
 };
 
 /* An accepted connection, on its own thread. */
