@@ -613,6 +613,15 @@ static void test_socks_dns(void)
 	is_int(ask(&b, "Allowed.Test", 1, &an, &a2), 0, "DNS: the same name again");
 	ok(a1 == a2 && a1 != 0, "... gets the same address");
 	is_int(ask(&b, "nothere.test", 1, &an, &a3), 5, "DNS: another name: REFUSED");
+	struct ward_net_usage u0, u1;
+	ward_egress_usage(b.s, &u0);
+	for (int i = 0; i < 5; i++)
+		ask(&b, "nothere.test", 1, &an, &a3);
+	ward_egress_usage(b.s, &u1);
+	is_int(u1.denied_total - u0.denied_total, 0, "DNS: a name refused again is not recorded again");
+	ask(&b, "other.nothere.test", 1, &an, &a3);
+	ward_egress_usage(b.s, &u1);
+	is_int(u1.denied_total - u0.denied_total, 1, "DNS: another refused name is");
 	is_int(ask(&b, "allowed.test", 28, &an, &a3), 0, "DNS: AAAA of an allowed name: NOERROR");
 	is_int(an, 0, "... without an answer");
 
