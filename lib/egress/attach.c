@@ -342,11 +342,19 @@ int ward_egress_new(const struct ward_egress_config *cfg, struct ward_egress **o
 	e->epfd = e->evfd = -1;
 	pthread_mutex_init(&e->lock, NULL);
 	int rc = parse_config(e, cfg, err);
-	if (rc == 0 && e->n_creds) {
+	/* The CA exists before the first sandbox is planned: a sandbox learns
+	 * the bundle to trust (ward_egress_ca_bundle) before it is attached
+	 * with its own rules. With the operator's rules it must exist; with a
+	 * state directory only, a failure waits for the first rule to matter. */
+	if (rc == 0 && (e->n_creds || e->state_dir)) {
 		struct ward_error terr;
-		if ((rc = egress_tls_new(e->state_dir, e->ca_file, &e->tls, &terr)) < 0) {
+		ward_error_clear(&terr);
+		if (egress_tls_new(e->state_dir, e->ca_file, &e->tls, &terr) < 0) {
 			e->tls = NULL;
-			*err = terr;
+			if (e->n_creds) {
+				*err = terr;
+				rc = -(terr.code ? terr.code : EIO);
+			}
 		}
 	}
 	if (rc == 0) {
