@@ -429,7 +429,13 @@ static int decide_and_connect(struct conn *k)
 {
 	struct egress_net *n = egress_net_get(k->s);
 	int rc = 0;
-	const char *why = policy(k, n, k->is_name ? NULL : &k->addr);
+	const char *why = NULL;
+	if (k->port == 0) {     /* no rule names port 0; the matcher's 0 means "any" */
+		snprintf(k->why, sizeof(k->why), "port 0 not allowed for %s", k->host);
+		why = k->why;
+	} else {
+		why = policy(k, n, k->is_name ? NULL : &k->addr);
+	}
 	if (!why) {
 		pthread_mutex_lock(&k->s->lock);
 		const struct ward_net_usage *u = &k->s->usage;

@@ -421,6 +421,7 @@ static void test_connect(void)
 	char why[128];
 	snprintf(why, sizeof(why), "port %u not allowed for allowed.test", UP + 1);
 	expect_refused(&b, t, why);
+	expect_refused(&b, "allowed.test:0", "port 0 not allowed for allowed.test");
 	snprintf(t, sizeof(t), "good.deny.test:%u", UP);
 	ok(tunnel_ok(&b, t), "a name under an allowed *.domain is tunnelled");
 	snprintf(t, sizeof(t), "evil.deny.test:%u", UP);
