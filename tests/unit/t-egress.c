@@ -409,7 +409,8 @@ static void test_connect(void)
 {
 	struct box b;
 	char t[256];
-	box_attach(&b, "allowed.test:%u,other.test,*.deny.test:*,127.0.0.0/8:*,bad.test:*,meta.test:*",
+	box_attach(&b, "allowed.test:%u,other.test,*.deny.test:*,127.0.0.0/8:*,bad.test:*,meta.test:*,"
+		   "[::]/0:*",
 		   "evil.deny.test:*", 64, 0, 0);
 	snprintf(t, sizeof(t), "allowed.test:%u", UP);
 	ok(tunnel_ok(&b, t), "CONNECT to an allowed name is tunnelled");
@@ -437,6 +438,18 @@ static void test_connect(void)
 		snprintf(t, sizeof(t), "%s:%u", spellings[i], UP);
 		const char *shown = strchr(spellings[i], ':') ? "::ffff:127.0.0.2" : "127.0.0.2";
 		snprintf(why, sizeof(why), "private address %s (loopback)", shown);
+		expect_refused(&b, t, why);
+	}
+	static const char *const v6[][2] = {
+		{ "[::1]", "::1 (loopback)" },
+		{ "[fd00:ec2::254]", "fd00:ec2::254 (metadata)" },
+		{ "[64:ff9b::a9fe:a9fe]", "64:ff9b::a9fe:a9fe (metadata)" },
+		{ "[fe80::1]", "fe80::1 (link-local)" },
+		{ "[fc00::5]", "fc00::5 (private)" },
+	};
+	for (size_t i = 0; i < sizeof(v6) / sizeof(v6[0]); i++) {
+		snprintf(t, sizeof(t), "%s:%u", v6[i][0], UP);
+		snprintf(why, sizeof(why), "private address %s", v6[i][1]);
 		expect_refused(&b, t, why);
 	}
 	snprintf(t, sizeof(t), "2130706433:%u", UP);
