@@ -129,7 +129,7 @@ static void upstream_start(struct upstream *u, const char *ip, uint16_t port, ch
 /* Events ------------------------------------------------------------------------ */
 
 struct seen {
-	char host[256], via[16], reason[160], addr[64];
+	char host[256], via[16], reason[160], addr[64], credential[64];
 	uint16_t port;
 	bool allowed, end;
 	uint64_t out, in;
@@ -148,6 +148,7 @@ static void on_event(void *ctx, const struct ward_egress_event *ev)
 		ward_strlcpy(s->via, ev->via, sizeof(s->via));
 		ward_strlcpy(s->reason, ev->reason, sizeof(s->reason));
 		ward_strlcpy(s->addr, ev->addr, sizeof(s->addr));
+		ward_strlcpy(s->credential, ev->credential, sizeof(s->credential));
 		s->port = ev->port;
 		s->allowed = ev->allowed;
 		s->end = ev->end;
@@ -840,6 +841,84 @@ static void test_rebinding(uint16_t dns_port, bool have_b)
 	box_detach(&b);
 }
 
+/* Credential rules: the header is added by the proxy, for the name decided ------ */
+
+static void last_request(char *buf, size_t len)
+{
+	pthread_mutex_lock(&UA.lock);
+	ward_strlcpy(buf, UA.last, len);
+	pthread_mutex_unlock(&UA.lock);
+}
+
+static void test_credentials(void)
+{
+	char *headers[] = { "Authorization: Bearer s3cret" };
+	struct ward_egress_credential cred = { .name = "gh", .host = "cred.test",
+		.path_prefix = NULL, .headers = headers, .n_headers = 1 };
+	struct ward_net_policy p;
+	policy_of(&p, "cred.test:%u,allowed.test:%u", NULL);
+	uint16_t dport;
+	struct box b;
+	struct ward_egress_fds fds = {
+		.tcp4 = listen_on("127.0.0.1", 0, SOCK_STREAM, &b.port), .tcp6 = -1,
+		.dns4 = listen_on("127.0.0.1", 0, SOCK_DGRAM, &dport),
+	};
+	b.dns = -1;
+	struct ward_error err;
+	int rc = ward_egress_attach(E, "sb-c", "", &p, &cred, 1, &fds, &b.s, &err);
+	policy_free(&p);
+	if (!ok(rc == 0, "attach with a credential rule")) {
+		diag("%s", err.message);
+		return;
+	}
+	ok(ward_egress_ca_bundle(E) != NULL, "a CA bundle exists for the sandbox to trust");
+	char req[512], buf[2048], last[4096];
+
+	/* plain HTTP through the proxy: injected */
+	int fd = dial(b.port);
+	snprintf(req, sizeof(req), "GET http://cred.test:%u/x HTTP/1.1\r\nHost: cred.test:%u\r\n\r\n",
+		 UP, UP);
+	send_str(fd, req);
+	recv_until(fd, buf, sizeof(buf), "A\n");
+	close(fd);
+	last_request(last, sizeof(last));
+	ok(strstr(last, "\r\nAuthorization: Bearer s3cret\r\n") != NULL,
+	   "plain HTTP to a host with a rule: the upstream sees the header");
+
+	/* plain HTTP in a tunnel to another allowed host that claims the rule's
+	 * host in its Host header: nothing injected */
+	snprintf(req, sizeof(req), "allowed.test:%u", UP);
+	fd = connect_via(&b, req, buf, sizeof(buf));
+	send_str(fd, "GET /y HTTP/1.1\r\nHost: cred.test\r\n\r\n");
+	recv_until(fd, buf, sizeof(buf), "A\n");
+	close(fd);
+	last_request(last, sizeof(last));
+	ok(strncmp(last, "GET /y", 6) == 0 && strstr(last, "s3cret") == NULL,
+	   "a Host header naming the rule's host gets nothing elsewhere");
+
+	/* plain HTTP in a tunnel to the rule's host: injected there too */
+	snprintf(req, sizeof(req), "cred.test:%u", UP);
+	fd = connect_via(&b, req, buf, sizeof(buf));
+	send_str(fd, "GET /z HTTP/1.1\r\nHost: cred.test\r\n\r\n");
+	recv_until(fd, buf, sizeof(buf), "A\n");
+	close(fd);
+	last_request(last, sizeof(last));
+	ok(strncmp(last, "GET /z", 6) == 0 && strstr(last, "Authorization: Bearer s3cret"),
+	   "plain HTTP in a tunnel to the rule's host: injected");
+	const struct seen *ev = NULL;
+	for (int i = 0; i < 500 && !ev; i++) {
+		pthread_mutex_lock(&ev_lock);
+		ev = find_event("cred.test", true);
+		pthread_mutex_unlock(&ev_lock);
+		if (!ev) {
+			struct timespec ts = { 0, 10000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	ok(ev && strcmp(ev->credential, "gh") == 0, "the event names the rule, not its value");
+	ward_egress_detach(b.s);
+}
+
 /* A captured connection ------------------------------------------------------------ */
 
 static int run(char *const argv[])
@@ -1049,6 +1128,7 @@ int main(void)
 	test_events_update();
 	test_rebinding(dns_port, UB.fd >= 0);
 	test_transparent();
+	test_credentials();
 	ward_egress_free(E);
 	return tap_done();
 }
