@@ -11,10 +11,17 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <strings.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "tap.h"
 #include "egress/cred.h"
@@ -382,6 +389,341 @@ static void test_sni(void)
 	is_int(crashes, 0, "20000 mutated hellos: only the documented results");
 }
 
+/* ---- TLS interception, end to end over loopback ---- */
+
+static char tmpdir[64];
+
+static X509 *make_cert(const char *name, X509 *issuer, EVP_PKEY *issuer_key, EVP_PKEY *key, bool ca)
+{
+	X509 *c = X509_new();
+	X509_set_version(c, 2);
+	ASN1_INTEGER_set(X509_get_serialNumber(c), ca ? 1 : 2);
+	X509_gmtime_adj(X509_getm_notBefore(c), -3600);
+	X509_gmtime_adj(X509_getm_notAfter(c), 86400);
+	X509_NAME_add_entry_by_txt(X509_get_subject_name(c), "CN", MBSTRING_ASC,
+				   (const unsigned char *)name, -1, -1, 0);
+	X509_set_issuer_name(c, X509_get_subject_name(issuer ? issuer : c));
+	X509_set_pubkey(c, key);
+	X509V3_CTX ctx;
+	X509V3_set_ctx(&ctx, issuer ? issuer : c, c, NULL, NULL, 0);
+	char san[300];
+	snprintf(san, sizeof(san), "DNS:%s", name);
+	const char *exts[][2] = {
+		{ "basicConstraints", ca ? "critical,CA:TRUE" : "CA:FALSE" },
+		{ "keyUsage", ca ? "critical,keyCertSign" : "critical,digitalSignature" },
+		{ "subjectKeyIdentifier", "hash" },
+		{ ca ? "authorityKeyIdentifier" : "subjectAltName", ca ? "keyid:always" : san },
+	};
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		X509_EXTENSION *e = X509V3_EXT_conf(NULL, &ctx, exts[i][0], exts[i][1]);
+		X509_add_ext(c, e, -1);
+		X509_EXTENSION_free(e);
+	}
+	X509_sign(c, issuer_key ? issuer_key : key, EVP_sha256());
+	return c;
+}
+
+struct upstream {
+	int lfd;
+	SSL_CTX *ctx;
+	char seen[8192];
+};
+
+static void *upstream_main(void *arg)
+{
+	struct upstream *u = arg;
+	int fd = accept4(u->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct timeval tv = { 10, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	SSL *s = SSL_new(u->ctx);
+	SSL_set_fd(s, fd);
+	size_t n = 0;
+	if (SSL_accept(s) == 1) {
+		int r;
+		while (!strstr(u->seen, "\r\n\r\n") &&
+		       (r = SSL_read(s, u->seen + n, (int)(sizeof(u->seen) - 1 - n))) > 0)
+			u->seen[n += (size_t)r] = '\0';
+		const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi";
+		SSL_write(s, resp, (int)strlen(resp));
+		SSL_shutdown(s);
+	}
+	SSL_free(s);
+	close(fd);
+	return NULL;
+}
+
+struct counts {
+	size_t out, in, stop_in_after;
+};
+
+static int count_cb(void *ctx, bool out, size_t n)
+{
+	struct counts *c = ctx;
+	*(out ? &c->out : &c->in) += n;
+	return c->stop_in_after && c->in > c->stop_in_after ? -EDQUOT : 0;
+}
+
+struct proxy {
+	struct egress_tls *t;
+	int cfd, ufd;
+	const char *host;
+	const struct ward_egress_credential *const *rules;
+	size_t n_rules;
+	struct egress_io io;
+	int r;
+	char why[256], applied[64];
+};
+
+static void *proxy_main(void *arg)
+{
+	struct proxy *p = arg;
+	const char *why, *applied;
+	p->r = egress_tls_intercept(p->t, p->cfd, p->ufd, p->host, p->rules, p->n_rules, &p->io,
+				    &why, &applied);
+	snprintf(p->why, sizeof(p->why), "%s", why ? why : "(null)");
+	snprintf(p->applied, sizeof(p->applied), "%s", applied ? applied : "");
+	close(p->cfd);
+	close(p->ufd);
+	return NULL;
+}
+
+struct tls_case {
+	const char *host;      /* what the proxy intercepts */
+	const char *request;
+	struct counts counts;
+	/* results */
+	int r, handshake;
+	char why[256], applied[64], response[4096], upstream_saw[8192];
+};
+
+static SSL_CTX *up_ctx;
+
+/* One connection: sandbox client -> egress_tls_intercept -> upstream. */
+static void run_case(struct egress_tls *t, const struct ward_egress_credential *const *rules,
+		     size_t n_rules, struct tls_case *tc)
+{
+	struct upstream up = { .ctx = up_ctx };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	up.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bind(up.lfd, (struct sockaddr *)&a, sizeof(a));
+	listen(up.lfd, 1);
+	getsockname(up.lfd, (struct sockaddr *)&a, &al);
+	int ufd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	connect(ufd, (struct sockaddr *)&a, sizeof(a));
+	int sv[2];
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+	struct proxy px = { t, sv[1], ufd, tc->host, rules, n_rules,
+			    { count_cb, &tc->counts, 10000 }, 0, "", "" };
+	pthread_t ut, pt;
+	pthread_create(&ut, NULL, upstream_main, &up);
+	pthread_create(&pt, NULL, proxy_main, &px);
+
+	struct timeval tv = { 10, 0 };
+	setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	SSL_CTX *cc = SSL_CTX_new(TLS_client_method());
+	SSL_CTX_load_verify_locations(cc, egress_tls_bundle(t), NULL);
+	SSL_CTX_set_verify(cc, SSL_VERIFY_PEER, NULL);
+	SSL *c = SSL_new(cc);
+	SSL_set_tlsext_host_name(c, "up.test");
+	SSL_set1_host(c, "up.test");
+	SSL_set_fd(c, sv[0]);
+	tc->handshake = SSL_connect(c);
+	size_t n = 0;
+	if (tc->handshake == 1) {
+		SSL_write(c, tc->request, (int)strlen(tc->request));
+		int r;
+		while ((r = SSL_read(c, tc->response + n, (int)(sizeof(tc->response) - 1 - n))) > 0)
+			n += (size_t)r;
+	}
+	tc->response[n] = '\0';
+	SSL_free(c);
+	SSL_CTX_free(cc);
+	close(sv[0]);
+	pthread_join(pt, NULL);
+	shutdown(up.lfd, SHUT_RDWR);
+	pthread_join(ut, NULL);
+	close(up.lfd);
+	tc->r = px.r;
+	memcpy(tc->why, px.why, sizeof(tc->why));
+	memcpy(tc->applied, px.applied, sizeof(tc->applied));
+	memcpy(tc->upstream_saw, up.seen, sizeof(up.seen));
+}
+
+static char *path_in(const char *name)
+{
+	static char buf[4][256];
+	static int i;
+	char *p = buf[i++ % 4];
+	snprintf(p, 256, "%s/%s", tmpdir, name);
+	return p;
+}
+
+static int mode_of(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (int)(st.st_mode & 07777) : -1;
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[4][1 << 20];
+	static int i;
+	char *b = buf[i++ % 4];
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(b, 1, sizeof(buf[0]) - 1, f) : 0;
+	b[n] = '\0';
+	if (f)
+		fclose(f);
+	return b;
+}
+
+static void test_ca_files(const char *ca)
+{
+	char ca_file[256];
+	snprintf(ca_file, sizeof(ca_file), "%s", ca);
+	struct egress_tls *t = NULL;
+	struct ward_error err;
+	char state[256];
+	snprintf(state, sizeof(state), "%s/state", tmpdir);
+	mkdir(state, 0700);
+	is_int(egress_tls_new(state, ca_file, &t, &err), 0, "CA created in the state directory");
+	is_int(mode_of(path_in("state/egress-ca")), 0700, "egress-ca/ is 0700");
+	is_int(mode_of(path_in("state/egress-ca/ca-key.pem")), 0600, "the CA key is 0600");
+	is_int(mode_of(path_in("state/egress-ca/ca.pem")), 0644, "the CA certificate is 0644");
+	is_str(egress_tls_bundle(t), path_in("state/egress-ca/bundle.pem"), "the bundle is next to the CA");
+	is_int(mode_of(egress_tls_bundle(t)), 0644, "the bundle is 0644");
+	char ca_pem[1 << 16];
+	snprintf(ca_pem, sizeof(ca_pem), "%s", slurp(path_in("state/egress-ca/ca.pem")));
+	ok(strstr(slurp(egress_tls_bundle(t)), ca_pem) != NULL, "the bundle holds the CA certificate");
+	ok(!strstr(slurp(egress_tls_bundle(t)), "PRIVATE KEY"), "the bundle holds no key");
+	egress_tls_free(t);
+
+	is_int(egress_tls_new(state, ca_file, &t, &err), 0, "the CA is loaded again");
+	is_str(slurp(path_in("state/egress-ca/ca.pem")), ca_pem, "the same CA after a restart");
+	egress_tls_free(t);
+
+	chmod(path_in("state/egress-ca/ca-key.pem"), 0644);
+	t = NULL;
+	is_int(egress_tls_new(state, ca_file, &t, &err), -EPERM, "a CA key readable by others is refused");
+	has_str(err.message, "readable by others (mode 0644); expected 0600", "the refusal says why: %s", err.message);
+	chmod(path_in("state/egress-ca/ca-key.pem"), 0600);
+	if (geteuid() == 0) {
+		ok(chown(path_in("state/egress-ca/ca-key.pem"), 65534, 65534) == 0, "chown the CA key to 65534");
+		is_int(egress_tls_new(state, ca_file, &t, &err), -EPERM, "a CA key owned by another uid is refused");
+		has_str(err.message, "is owned by uid 65534", "the refusal names the owner: %s", err.message);
+		ok(chown(path_in("state/egress-ca/ca-key.pem"), 0, 0) == 0, "chown the CA key back");
+	} else {
+		for (int i = 0; i < 4; i++)
+			skip("a CA key owned by another uid: needs root to chown");
+	}
+	is_int(egress_tls_new(state, "/nonexistent/ca.pem", &t, &err), -EPROTO, "a missing ca_file is refused");
+	has_str(err.message, "egress_ca: '/nonexistent/ca.pem'", "the refusal names the setting: %s", err.message);
+
+	if (!ok(egress_tls_new(NULL, ca_file, &t, &err) == 0, "a CA in memory (no state directory)"))
+		diag("%s", err.message);
+	char bundle[4200];
+	snprintf(bundle, sizeof(bundle), "%s", egress_tls_bundle(t));
+	is_int(mode_of(bundle), 0644, "its bundle exists");
+	egress_tls_free(t);
+	is_int(mode_of(bundle), -1, "its bundle is removed by egress_tls_free");
+}
+
+static int rm_one(const char *p, const struct stat *st, int type, struct FTW *f)
+{
+	(void)st, (void)type, (void)f;
+	return remove(p);
+}
+
+static void test_tls(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/t-intercept-XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		skip("no temp dir");
+		return;
+	}
+	EVP_PKEY *ca_key = EVP_EC_gen("P-256"), *up_key = EVP_EC_gen("P-256");
+	X509 *ca = make_cert("test CA", NULL, NULL, ca_key, true);
+	X509 *up = make_cert("up.test", ca, ca_key, up_key, false);
+	FILE *f = fopen(path_in("test-ca.pem"), "w");
+	PEM_write_X509(f, ca);
+	fclose(f);
+	up_ctx = SSL_CTX_new(TLS_server_method());
+	SSL_CTX_use_certificate(up_ctx, up);
+	SSL_CTX_use_PrivateKey(up_ctx, up_key);
+
+	test_ca_files(path_in("test-ca.pem"));
+
+	struct egress_tls *t = NULL;
+	struct ward_error err;
+	char ca_file[256];
+	snprintf(ca_file, sizeof(ca_file), "%s", path_in("test-ca.pem"));
+	is_int(egress_tls_new(NULL, ca_file, &t, &err), 0, "egress_tls_new with the test CA");
+	char *hd[] = { "Authorization: Bearer s3cret" };
+	struct ward_egress_credential gh = { "gh", "up.test", "/v1/", hd, 1 };
+	const struct ward_egress_credential *rules[] = { &gh };
+
+	static struct tls_case tc;
+	memset(&tc, 0, sizeof(tc));
+	tc.host = "up.test";
+	tc.request = "GET /v1/user HTTP/1.1\r\nHost: up.test\r\nauthorization: Bearer mine\r\n\r\n";
+	run_case(t, rules, 1, &tc);
+	is_int(tc.handshake, 1, "the sandbox trusts the bundle: handshake");
+	is_int(tc.r, 0, "intercept: 0 when the upstream closed (%s)", tc.why);
+	is_str(tc.applied, "gh", "intercept: the rule applied");
+	has_str(tc.upstream_saw, "\r\nAuthorization: Bearer s3cret\r\n", "the upstream sees the rule's header");
+	ok(!strstr(tc.upstream_saw, "mine"), "the upstream never sees the sandbox's own Authorization");
+	has_str(tc.upstream_saw, "GET /v1/user HTTP/1.1\r\n", "the upstream sees the request");
+	has_str(tc.response, "HTTP/1.1 200 OK", "the sandbox gets the response");
+	ok(strstr(tc.response, "\r\n\r\nhi") && !strstr(tc.response, "s3cret"), "the response body, no secret");
+	ok(tc.counts.out >= strlen(tc.request) && tc.counts.in == 59, "bytes counted (out %zu, in %zu)",
+	   tc.counts.out, tc.counts.in);
+
+	memset(&tc, 0, sizeof(tc));
+	tc.host = "up.test";
+	tc.request = "GET /v1/user HTTP/1.1\r\nHost: other.test\r\n\r\n";
+	run_case(t, rules, 1, &tc);
+	is_int(tc.r, -EINVAL, "a Host other than the TLS name is refused");
+	has_str(tc.response, "HTTP/1.1 400 Bad Request\r\nX-Ward-Egress: denied\r\n", "the sandbox gets a 400");
+	ok(!strstr(tc.upstream_saw, "s3cret"), "the upstream gets nothing (%zu bytes)", strlen(tc.upstream_saw));
+
+	memset(&tc, 0, sizeof(tc));
+	tc.host = "up.test";
+	tc.request = "GET /v1/user HTTP/1.1\r\nHost: up.test\r\n\r\n";
+	tc.counts.stop_in_after = 10;
+	run_case(t, rules, 1, &tc);
+	is_int(tc.r, -EDQUOT, "a count that says stop stops the relay");
+	ok(!strstr(tc.response, "hi"), "nothing past the stop reaches the sandbox");
+
+	memset(&tc, 0, sizeof(tc));
+	tc.host = "other.test";
+	tc.request = "GET / HTTP/1.1\r\nHost: other.test\r\n\r\n";
+	run_case(t, rules, 1, &tc);
+	is_int(tc.r, -EPROTO, "an upstream certificate for another name is refused");
+	has_str(tc.why, "upstream certificate not trusted: ", "why: %s", tc.why);
+	ok(tc.handshake != 1, "the sandbox's handshake fails too");
+	egress_tls_free(t);
+
+	is_int(egress_tls_new(NULL, NULL, &t, &err), 0, "egress_tls_new without the test CA");
+	memset(&tc, 0, sizeof(tc));
+	tc.host = "up.test";
+	tc.request = "GET / HTTP/1.1\r\nHost: up.test\r\n\r\n";
+	run_case(t, rules, 1, &tc);
+	is_int(tc.r, -EPROTO, "an upstream signed by an unknown CA is refused");
+	is_str(tc.why, "upstream certificate not trusted: unable to get local issuer certificate", "why says so");
+	ok(!strstr(tc.upstream_saw, "s3cret"), "the untrusted upstream never sees the secret");
+	egress_tls_free(t);
+
+	SSL_CTX_free(up_ctx);
+	X509_free(ca);
+	X509_free(up);
+	EVP_PKEY_free(ca_key);
+	EVP_PKEY_free(up_key);
+	nftw(tmpdir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	test_parse_forms();
@@ -390,5 +732,6 @@ int main(void)
 	test_rewrite();
 	test_match();
 	test_sni();
+	test_tls();
 	return tap_done();
 }
