@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -685,6 +686,15 @@ int egress_tls_intercept(struct egress_tls *t, int client_fd, int upstream_fd,
 		*why = "bad file descriptor";
 		return -EBADF;
 	}
+	/* OpenSSL writes with write(2): a peer that went away would raise
+	 * SIGPIPE in the whole process. Blocked on this thread, and a
+	 * SIGPIPE our writes left pending is taken before unblocking. */
+	sigset_t pipe_set, old_mask, pending;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigpending(&pending);
+	bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
 	/* the upstream first: a sandbox whose upstream is not trusted sees
 	 * its own handshake fail, not a connection that dies later */
 	int r = connect_upstream(t, &k, host, why);
@@ -692,10 +702,17 @@ int egress_tls_intercept(struct egress_tls *t, int client_fd, int upstream_fd,
 		r = accept_client(t, &k, host, why);
 	if (r == 0)
 		r = serve_one(t, &k, host, rules, n_rules, why, applied);
+	if (!*why)
+		*why = none;
 	SSL_free(k.ssl[0]);
 	SSL_free(k.ssl[1]);
 	ERR_clear_error();
 	fcntl(client_fd, F_SETFL, flags[0]);
 	fcntl(upstream_fd, F_SETFL, flags[1]);
+	static const struct timespec zero = { 0, 0 };
+	if (!was_pending && sigismember(&old_mask, SIGPIPE) != 1)
+		while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
+			;
+	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 	return r;
 }

@@ -4,6 +4,7 @@
  * (truncated at every length), and TLS interception end to end over
  * loopback sockets with a test CA made here. Works in a temp dir only. */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -432,6 +433,12 @@ struct upstream {
 static void *upstream_main(void *arg)
 {
 	struct upstream *u = arg;
+	/* the test's upstream may answer a proxy that already left; the
+	 * proxy itself must cope with that without the test's help */
+	sigset_t pipe_set;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 	int fd = accept4(u->lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return NULL;
@@ -480,6 +487,12 @@ static void *proxy_main(void *arg)
 {
 	struct proxy *p = arg;
 	const char *why, *applied;
+	/* SIGPIPE unblocked here (the client and upstream threads block it):
+	 * a write by the proxy to a peer that left must not kill the process */
+	sigset_t pipe_set;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_UNBLOCK, &pipe_set, NULL);
 	p->r = egress_tls_intercept(p->t, p->cfd, p->ufd, p->host, p->rules, p->n_rules, &p->io,
 				    &why, &applied);
 	snprintf(p->why, sizeof(p->why), "%s", why ? why : "(null)");
@@ -493,6 +506,7 @@ struct tls_case {
 	const char *host;      /* what the proxy intercepts */
 	const char *request;
 	struct counts counts;
+	bool hangup;           /* the client leaves right after its request */
 	/* results */
 	int r, handshake;
 	char why[256], applied[64], response[4096], upstream_saw[8192];
@@ -535,14 +549,21 @@ static void run_case(struct egress_tls *t, const struct ward_egress_credential *
 	if (tc->handshake == 1) {
 		SSL_write(c, tc->request, (int)strlen(tc->request));
 		int r;
-		while ((r = SSL_read(c, tc->response + n, (int)(sizeof(tc->response) - 1 - n))) > 0)
+		if (tc->hangup) {
+			/* reads shut: the proxy's next write to us fails (EPIPE)
+			 * while it sees no EOF */
+			shutdown(sv[0], SHUT_RD);
+			pthread_join(pt, NULL);
+		}
+		while (!tc->hangup && (r = SSL_read(c, tc->response + n, (int)(sizeof(tc->response) - 1 - n))) > 0)
 			n += (size_t)r;
 	}
 	tc->response[n] = '\0';
 	SSL_free(c);
 	SSL_CTX_free(cc);
 	close(sv[0]);
-	pthread_join(pt, NULL);
+	if (!tc->hangup)
+		pthread_join(pt, NULL);
 	shutdown(up.lfd, SHUT_RDWR);
 	pthread_join(ut, NULL);
 	close(up.lfd);
@@ -656,6 +677,10 @@ static void test_tls(void)
 
 	test_ca_files(path_in("test-ca.pem"));
 
+	sigset_t pipe_set;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 	struct egress_tls *t = NULL;
 	struct ward_error err;
 	char ca_file[256];
@@ -696,6 +721,13 @@ static void test_tls(void)
 	run_case(t, rules, 1, &tc);
 	is_int(tc.r, -EDQUOT, "a count that says stop stops the relay");
 	ok(!strstr(tc.response, "hi"), "nothing past the stop reaches the sandbox");
+
+	memset(&tc, 0, sizeof(tc));
+	tc.host = "up.test";
+	tc.request = "GET /v1/user HTTP/1.1\r\nHost: up.test\r\n\r\n";
+	tc.hangup = true;
+	run_case(t, rules, 1, &tc);
+	ok(tc.r == -EPROTO && strcmp(tc.why, "unable to write to the sandbox") == 0, "a sandbox that hangs up: the relay ends (%d, %s), the process lives", tc.r, tc.why);
 
 	memset(&tc, 0, sizeof(tc));
 	tc.host = "other.test";
