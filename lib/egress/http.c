@@ -441,9 +441,8 @@ static void add_rule_headers(struct out *o, const struct ward_egress_credential 
 			const char *hd = rules[r]->headers[i];
 			size_t nl;
 			const char *v;
-			egress_cred_header_split(hd, &nl, &v);
 			/* the first matching rule that sets a name wins */
-			if (rule_sets(rules, match, r, hd, nl))
+			if (!egress_cred_header_split(hd, &nl, &v) || rule_sets(rules, match, r, hd, nl))
 				continue;
 			out_add(o, hd, nl);
 			out_str(o, ": ");

@@ -220,7 +220,7 @@ static void test_rewrite(void)
 	struct ward_egress_credential evil = { "evil", "api.test", NULL, evil_h, 1 };
 	const struct ward_egress_credential *er[] = { &evil };
 	ok(rewrite("GET /v1 HTTP/1.1\r\nHost: api.test\r\n\r\n", er, 1, &applied) == NULL,
-	   "a rule header with CRLF is never emitted");
+	   "a rule header with CRLF: the rewrite is refused");
 
 	struct egress_http_req req;
 	const char *why;
@@ -364,6 +364,10 @@ static void test_sni(void)
 	memcpy(mut, hello, n);
 	mut[at + 9] = '/';
 	is_int(egress_sni_parse(mut, n, name, sizeof(name)), -EINVAL, "a name with '/': -EINVAL");
+	memcpy(mut, hello, n);
+	/* the same 11 bytes as two host_name entries, "ab" and "cde" */
+	memcpy(mut + at + 6, "\0\0\2ab\0\0\3cde", 11);
+	is_int(egress_sni_parse(mut, n, name, sizeof(name)), -EINVAL, "two host_name entries: -EINVAL");
 	memcpy(mut, hello, n);
 	mut[5 + 4 + 34] = 33; /* session id longer than 32 */
 	is_int(egress_sni_parse(mut, n, name, sizeof(name)), -EINVAL, "session id of 33 bytes: -EINVAL");
