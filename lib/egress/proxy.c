@@ -145,8 +145,9 @@ static void answer(struct conn *k, enum answer how, const char *reason)
 		[ANSWER_502] = "502 Bad Gateway",
 	};
 	char body[512], msg[768];
-	int bl = snprintf(body, sizeof(body), "ward egress: refused %s:%u: %s\n",
-			  k->host[0] ? k->host : "?", k->port, reason);
+	bool v6 = strchr(k->host, ':') != NULL;   /* "[::1]:443", as it was asked for */
+	int bl = snprintf(body, sizeof(body), "ward egress: refused %s%s%s:%u: %s\n", v6 ? "[" : "",
+			  k->host[0] ? k->host : "?", v6 ? "]" : "", k->port, reason);
 	if (bl < 0 || (size_t)bl >= sizeof(body))
 		bl = (int)strlen(body);
 	int ml = snprintf(msg, sizeof(msg),
