@@ -104,8 +104,11 @@ void egress_creds_free(struct ward_egress_credential *c, size_t n)
 		free(c[i].name);
 		free(c[i].host);
 		free(c[i].path_prefix);
-		for (size_t j = 0; j < c[i].n_headers; j++)
+		for (size_t j = 0; j < c[i].n_headers; j++) {
+			if (c[i].headers[j])   /* the secret does not outlive its rule */
+				explicit_bzero(c[i].headers[j], strlen(c[i].headers[j]));
 			free(c[i].headers[j]);
+		}
 		free(c[i].headers);
 	}
 	free(c);
