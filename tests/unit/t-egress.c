@@ -19,6 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <sys/stat.h>
+
 #include "tap.h" /* stdio before base/banned.h */
 #include "egress/internal.h"
 #include "ward/egress.h"
@@ -923,6 +928,168 @@ static void test_credentials(void)
 	ward_egress_detach(b.s);
 }
 
+static int run(char *const argv[]);
+
+/* HTTPS to a host with a rule: intercepted, the header added upstream -------------- */
+
+static X509 *make_cert(const char *name, X509 *issuer, EVP_PKEY *issuer_key, EVP_PKEY *key)
+{
+	X509 *c = X509_new();
+	X509_set_version(c, 2);
+	ASN1_INTEGER_set(X509_get_serialNumber(c), issuer ? 2 : 1);
+	X509_gmtime_adj(X509_getm_notBefore(c), -3600);
+	X509_gmtime_adj(X509_getm_notAfter(c), 86400);
+	X509_NAME_add_entry_by_txt(X509_get_subject_name(c), "CN", MBSTRING_ASC,
+				   (const unsigned char *)name, -1, -1, 0);
+	X509_set_issuer_name(c, X509_get_subject_name(issuer ? issuer : c));
+	X509_set_pubkey(c, key);
+	X509V3_CTX ctx;
+	X509V3_set_ctx(&ctx, issuer ? issuer : c, c, NULL, NULL, 0);
+	char san[300];
+	snprintf(san, sizeof(san), "DNS:%s", name);
+	const char *exts[][2] = {
+		{ "basicConstraints", issuer ? "CA:FALSE" : "critical,CA:TRUE" },
+		{ "keyUsage", issuer ? "critical,digitalSignature" : "critical,keyCertSign" },
+		{ issuer ? "subjectAltName" : "subjectKeyIdentifier", issuer ? san : "hash" },
+	};
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		X509_EXTENSION *e = X509V3_EXT_conf(NULL, &ctx, exts[i][0], exts[i][1]);
+		X509_add_ext(c, e, -1);
+		X509_EXTENSION_free(e);
+	}
+	X509_sign(c, issuer_key ? issuer_key : key, EVP_sha256());
+	return c;
+}
+
+struct tls_up {
+	int lfd;
+	SSL_CTX *ctx;
+	char seen[8192];
+};
+
+static void *tls_up_main(void *arg)
+{
+	struct tls_up *u = arg;
+	int fd = accept4(u->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct timeval tv = { 10, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	SSL *s = SSL_new(u->ctx);
+	SSL_set_fd(s, fd);
+	size_t n = 0;
+	if (SSL_accept(s) == 1) {
+		int r;
+		while (!strstr(u->seen, "\r\n\r\n")
+		       && (r = SSL_read(s, u->seen + n, (int)(sizeof(u->seen) - 1 - n))) > 0)
+			u->seen[n += (size_t)r] = '\0';
+		const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi";
+		SSL_write(s, resp, (int)strlen(resp));
+		SSL_shutdown(s);
+	}
+	SSL_free(s);
+	close(fd);
+	return NULL;
+}
+
+static void test_interception(void)
+{
+	char dir[] = "/tmp/t-egress-XXXXXX", ca_path[64], state[64];
+	if (!mkdtemp(dir)) {
+		skip("no temporary directory");
+		return;
+	}
+	EVP_PKEY *ca_key = EVP_EC_gen("P-256"), *key = EVP_EC_gen("P-256");
+	X509 *ca = make_cert("ward test upstream CA", NULL, NULL, ca_key);
+	X509 *cert = make_cert("tls.test", ca, ca_key, key);
+	snprintf(ca_path, sizeof(ca_path), "%s/ca.pem", dir);
+	snprintf(state, sizeof(state), "%s/state", dir);
+	mkdir(state, 0700);
+	FILE *f = fopen(ca_path, "w");
+	PEM_write_X509(f, ca);
+	fclose(f);
+
+	struct tls_up u = { .ctx = SSL_CTX_new(TLS_server_method()) };
+	SSL_CTX_use_certificate(u.ctx, cert);
+	SSL_CTX_use_PrivateKey(u.ctx, key);
+	uint16_t port;
+	u.lfd = listen_on("127.0.0.1", 0, SOCK_STREAM, &port);
+	pthread_t t;
+	pthread_create(&t, NULL, tls_up_main, &u);
+
+	/* a proxy that trusts the test CA for upstreams */
+	const char *resolve[] = { "tls.test=127.0.0.1" };
+	const char *priv[] = { "127.0.0.1/32" };
+	struct ward_egress_config cfg = { .resolve = resolve, .n_resolve = 1,
+		.allow_private = priv, .n_allow_private = 1, .ca_file = ca_path, .state_dir = state };
+	struct ward_egress *e = NULL;
+	struct ward_error err;
+	if (!ok(ward_egress_new(&cfg, &e, &err) == 0, "a proxy with a state directory starts"))
+		diag("%s", err.message);
+	const char *bundle = e ? ward_egress_ca_bundle(e) : NULL;
+	ok(bundle != NULL, "its CA bundle exists before any sandbox");
+	char *headers[] = { "Authorization: Bearer s3cret" };
+	struct ward_egress_credential cred = { .name = "api", .host = "tls.test",
+		.headers = headers, .n_headers = 1 };
+	struct ward_net_rule r;
+	ward_net_rule_parse("tls.test:*", &r, "network.allow", &err);
+	struct ward_net_policy p = { .mode = WARD_NET_ALLOWLIST, .allow = &r, .n_allow = 1,
+				     .max_connections = 8 };
+	struct box b = { .dns = -1 };
+	uint16_t dport;
+	struct ward_egress_fds fds = {
+		.tcp4 = listen_on("127.0.0.1", 0, SOCK_STREAM, &b.port), .tcp6 = -1,
+		.dns4 = listen_on("127.0.0.1", 0, SOCK_DGRAM, &dport),
+	};
+	if (!e || ward_egress_attach(e, "sb-tls", "", &p, &cred, 1, &fds, &b.s, &err) < 0) {
+		ok(0, "attach: %s", err.message);
+		free(r.host);
+		return;
+	}
+	free(r.host);
+
+	char target[64], buf[512];
+	snprintf(target, sizeof(target), "tls.test:%u", port);
+	int fd = connect_via(&b, target, buf, sizeof(buf));
+	SSL_CTX *cctx = SSL_CTX_new(TLS_client_method());
+	SSL_CTX_load_verify_locations(cctx, bundle, NULL);
+	SSL_CTX_set_verify(cctx, SSL_VERIFY_PEER, NULL);
+	SSL *s = SSL_new(cctx);
+	SSL_set_tlsext_host_name(s, "tls.test");
+	SSL_set1_host(s, "tls.test");
+	SSL_set_fd(s, fd);
+	int hs = fd >= 0 ? SSL_connect(s) : -1;
+	ok(hs == 1, "the program's TLS client trusts the proxy's certificate through the bundle");
+	char resp[512] = "";
+	if (hs == 1) {
+		const char *req = "GET /v1/x HTTP/1.1\r\nHost: tls.test\r\n\r\n";
+		SSL_write(s, req, (int)strlen(req));
+		int n, got = 0;
+		while ((n = SSL_read(s, resp + got, (int)sizeof(resp) - 1 - got)) > 0)
+			resp[got += n] = '\0';
+	}
+	ok(strstr(resp, "200 OK") && strstr(resp, "hi"), "the upstream's answer comes back");
+	pthread_join(t, NULL);
+	ok(strstr(u.seen, "GET /v1/x HTTP/1.1\r\n") && strstr(u.seen, "\r\nAuthorization: Bearer s3cret\r\n"),
+	   "the upstream sees the header over TLS");
+	SSL_free(s);
+	SSL_CTX_free(cctx);
+	if (fd >= 0)
+		close(fd);
+	ward_egress_detach(b.s);
+	ward_egress_free(e);
+	SSL_CTX_free(u.ctx);
+	close(u.lfd);
+	X509_free(cert);
+	X509_free(ca);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(ca_key);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "%s", dir);
+	char *rm[] = { "rm", "-rf", cmd, NULL };
+	run(rm);
+}
+
 /* A captured connection ------------------------------------------------------------ */
 
 static int run(char *const argv[])
@@ -1134,6 +1301,7 @@ int main(void)
 	test_rebinding(dns_port, UB.fd >= 0);
 	test_transparent();
 	test_credentials();
+	test_interception();
 	ward_egress_free(E);
 	return tap_done();
 }
