@@ -252,13 +252,17 @@ static const char *parse_absolute(const char *url, size_t n, struct egress_http_
 		return "malformed request head: invalid port in the request target";
 	req->absolute = true;
 	/* the origin form: path and query, never the fragment */
-	size_t start = n, end = n;
+	size_t end = n, start;
+	if (u.field_set & (1 << UF_FRAGMENT))
+		end = (size_t)u.field_data[UF_FRAGMENT].off - 1;
 	if (u.field_set & (1 << UF_PATH))
 		start = u.field_data[UF_PATH].off;
 	else if (u.field_set & (1 << UF_QUERY))
 		start = (size_t)u.field_data[UF_QUERY].off - 1;
-	if (u.field_set & (1 << UF_FRAGMENT))
-		end = (size_t)u.field_data[UF_FRAGMENT].off - 1;
+	else
+		start = end;   /* "http://h", "http://h?#f": no path, no query */
+	if (start > end)
+		start = end;
 	if (!(u.field_set & (1 << UF_PATH))) {
 		if (n + 1 >= sizeof(req->path))
 			return "request target too long";

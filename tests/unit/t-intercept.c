@@ -50,6 +50,10 @@ static void test_parse_forms(void)
 	       "absolute form without path or Host");
 	ok(req.port == 80 && strcmp(req.path, "/") == 0, "absolute form: default port 80, path /");
 
+	is_int(parse("GET http://example.test?#a/b HTTP/1.1\r\n\r\n", &req, &why) > 0, 1,
+	       "absolute form with an empty query and a fragment");
+	is_str(req.path, "/", "empty query and fragment: path /");
+
 	is_int(parse("GET https://example.test/ HTTP/1.1\r\n\r\n", &req, &why), -EINVAL,
 	       "https:// target refused");
 	has_str(why, "https://", "https:// refusal says why");
