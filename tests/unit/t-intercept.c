@@ -639,14 +639,14 @@ static void test_ca_files(const char *ca)
 	is_int(egress_tls_new(state, ca_file, &t, &err), -EPERM, "a CA key readable by others is refused");
 	has_str(err.message, "readable by others (mode 0644); expected 0600", "the refusal says why: %s", err.message);
 	chmod(path_in("state/egress-ca/ca-key.pem"), 0600);
-	if (geteuid() == 0) {
-		ok(chown(path_in("state/egress-ca/ca-key.pem"), 65534, 65534) == 0, "chown the CA key to 65534");
+	/* root only, and not root of a user namespace without uid 65534 */
+	if (chown(path_in("state/egress-ca/ca-key.pem"), 65534, 65534) == 0) {
 		is_int(egress_tls_new(state, ca_file, &t, &err), -EPERM, "a CA key owned by another uid is refused");
 		has_str(err.message, "is owned by uid 65534", "the refusal names the owner: %s", err.message);
-		ok(chown(path_in("state/egress-ca/ca-key.pem"), 0, 0) == 0, "chown the CA key back");
+		ok(chown(path_in("state/egress-ca/ca-key.pem"), geteuid(), getegid()) == 0, "chown the CA key back");
 	} else {
-		for (int i = 0; i < 4; i++)
-			skip("a CA key owned by another uid: needs root to chown");
+		for (int i = 0; i < 3; i++)
+			skip("a CA key owned by another uid: needs root to chown (%s)", strerror(errno));
 	}
 	is_int(egress_tls_new(state, "/nonexistent/ca.pem", &t, &err), -EPROTO, "a missing ca_file is refused");
 	has_str(err.message, "egress_ca: '/nonexistent/ca.pem'", "the refusal names the setting: %s", err.message);
