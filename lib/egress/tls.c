@@ -365,7 +365,12 @@ static int setup_ctx(struct egress_tls *t, const char *ca_file, struct ward_erro
 	SSL_CTX_set_verify(t->upstream, SSL_VERIFY_PEER, NULL);
 	/* a peer that closes without close_notify ends the relay like one
 	 * that sends it: the client frames its own response */
-	SSL_CTX_set_options(t->server, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_set_options(t->server, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION |
+					       SSL_OP_NO_TICKET);
+	/* no resumption towards sandboxes: one connection, one request, and
+	 * no ticket key to keep */
+	SSL_CTX_set_num_tickets(t->server, 0);
+	SSL_CTX_set_session_cache_mode(t->server, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_options(t->upstream, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
 	if (SSL_CTX_set_default_verify_paths(t->upstream) != 1)
 		return ssl_error(err, "unable to load the host's trust store");

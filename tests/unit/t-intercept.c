@@ -416,7 +416,8 @@ static X509 *make_cert(const char *name, X509 *issuer, EVP_PKEY *issuer_key, EVP
 	X509V3_CTX ctx;
 	X509V3_set_ctx(&ctx, issuer ? issuer : c, c, NULL, NULL, 0);
 	char san[300];
-	snprintf(san, sizeof(san), "DNS:%s", name);
+	unsigned char ip[16];
+	snprintf(san, sizeof(san), "%s:%s", inet_pton(AF_INET, name, ip) == 1 ? "IP" : "DNS", name);
 	const char *exts[][2] = {
 		{ "basicConstraints", ca ? "critical,CA:TRUE" : "CA:FALSE" },
 		{ "keyUsage", ca ? "critical,keyCertSign" : "critical,digitalSignature" },
@@ -515,6 +516,8 @@ struct tls_case {
 	const char *request;
 	struct counts counts;
 	bool hangup;           /* the client leaves right after its request */
+	const char *client_name;   /* what the client verifies; NULL: up.test */
+	SSL_CTX *upstream;         /* NULL: up_ctx */
 	/* results */
 	int r, handshake;
 	char why[256], applied[64], response[4096], upstream_saw[8192];
@@ -526,7 +529,7 @@ static SSL_CTX *up_ctx;
 static void run_case(struct egress_tls *t, const struct ward_egress_credential *const *rules,
 		     size_t n_rules, struct tls_case *tc)
 {
-	struct upstream up = { .ctx = up_ctx };
+	struct upstream up = { .ctx = tc->upstream ? tc->upstream : up_ctx };
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t al = sizeof(a);
 	up.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -549,20 +552,26 @@ static void run_case(struct egress_tls *t, const struct ward_egress_credential *
 	SSL_CTX_load_verify_locations(cc, egress_tls_bundle(t), NULL);
 	SSL_CTX_set_verify(cc, SSL_VERIFY_PEER, NULL);
 	SSL *c = SSL_new(cc);
-	SSL_set_tlsext_host_name(c, "up.test");
-	SSL_set1_host(c, "up.test");
+	const char *name = tc->client_name ? tc->client_name : "up.test";
+	unsigned char ip[16];
+	if (inet_pton(AF_INET, name, ip) == 1) {
+		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c), name);
+	} else {
+		SSL_set_tlsext_host_name(c, name);
+		SSL_set1_host(c, name);
+	}
 	SSL_set_fd(c, sv[0]);
 	tc->handshake = SSL_connect(c);
 	size_t n = 0;
 	if (tc->handshake == 1) {
+		/* reads shut before the request: the proxy's next write to us
+		 * fails (EPIPE) while it sees no EOF */
+		if (tc->hangup)
+			shutdown(sv[0], SHUT_RD);
 		SSL_write(c, tc->request, (int)strlen(tc->request));
 		int r;
-		if (tc->hangup) {
-			/* reads shut: the proxy's next write to us fails (EPIPE)
-			 * while it sees no EOF */
-			shutdown(sv[0], SHUT_RD);
+		if (tc->hangup)
 			pthread_join(pt, NULL);
-		}
 		while (!tc->hangup && (r = SSL_read(c, tc->response + n, (int)(sizeof(tc->response) - 1 - n))) > 0)
 			n += (size_t)r;
 	}
@@ -736,6 +745,26 @@ static void test_tls(void)
 	tc.hangup = true;
 	run_case(t, rules, 1, &tc);
 	ok(tc.r == -EPROTO && strcmp(tc.why, "unable to write to the sandbox") == 0, "a sandbox that hangs up: the relay ends (%d, %s), the process lives", tc.r, tc.why);
+
+	EVP_PKEY *ip_key = EVP_EC_gen("P-256");
+	X509 *ip_cert = make_cert("127.0.0.1", ca, ca_key, ip_key, false);
+	SSL_CTX *ip_ctx = SSL_CTX_new(TLS_server_method());
+	SSL_CTX_use_certificate(ip_ctx, ip_cert);
+	SSL_CTX_use_PrivateKey(ip_ctx, ip_key);
+	char *ip_hd[] = { "Authorization: Bearer ip-secret" };
+	struct ward_egress_credential ip_rule = { "ip", "127.0.0.1", NULL, ip_hd, 1 };
+	const struct ward_egress_credential *ip_rules[] = { &ip_rule };
+	memset(&tc, 0, sizeof(tc));
+	tc.host = "127.0.0.1";
+	tc.client_name = "127.0.0.1";
+	tc.upstream = ip_ctx;
+	tc.request = "GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+	run_case(t, ip_rules, 1, &tc);
+	is_int(tc.handshake, 1, "an IP literal: the leaf carries the address (iPAddress SAN)");
+	ok(tc.r == 0 && strstr(tc.upstream_saw, "Bearer ip-secret"), "an IP literal: upstream verified by address, header added (%s)", tc.why);
+	SSL_CTX_free(ip_ctx);
+	X509_free(ip_cert);
+	EVP_PKEY_free(ip_key);
 
 	memset(&tc, 0, sizeof(tc));
 	tc.host = "other.test";
