@@ -729,6 +729,8 @@ static void test_tls(void)
 	run_case(t, rules, 1, &tc);
 	is_int(tc.r, -EINVAL, "a Host other than the TLS name is refused");
 	has_str(tc.response, "HTTP/1.1 400 Bad Request\r\nX-Ward-Egress: denied\r\n", "the sandbox gets a 400");
+	has_str(tc.response, "\r\n\r\nward egress: refused up.test:", "the 400's body names the host and port");
+	has_str(tc.response, ": Host header disagrees with the TLS server name\n", "the 400's body says why");
 	ok(!strstr(tc.upstream_saw, "s3cret"), "the upstream gets nothing (%zu bytes)", strlen(tc.upstream_saw));
 
 	memset(&tc, 0, sizeof(tc));
