@@ -25,9 +25,12 @@
 
 enum { HEAD_FIELDS_MAX = 256 };  /* header fields in one head; more: refused */
 
+/* Offsets into a head of at most EGRESS_HEAD_MAX bytes: 16 bits suffice,
+ * and a whole struct head (2 KiB) sits on the connection thread's stack. */
 struct span {
-	size_t off, len;
+	uint16_t off, len;
 };
+_Static_assert(EGRESS_HEAD_MAX <= UINT16_MAX, "spans are 16-bit");
 
 struct head {
 	const char *buf;
@@ -46,8 +49,8 @@ static int on_url(http_parser *p, const char *at, size_t len)
 {
 	struct head *h = head_of(p);
 	if (h->url.len == 0)
-		h->url.off = (size_t)(at - h->buf);
-	h->url.len += len;
+		h->url.off = (uint16_t)(at - h->buf);
+	h->url.len = (uint16_t)(h->url.len + len);
 	return 0;
 }
 
@@ -58,8 +61,8 @@ static int on_field(http_parser *p, const char *at, size_t len)
 		h->why = "malformed request head: more than 256 header fields";
 		return 1;
 	}
-	h->name[h->n] = (struct span){ (size_t)(at - h->buf), len };
-	h->value[h->n] = (struct span){ (size_t)(at - h->buf) + len, 0 };
+	h->name[h->n] = (struct span){ (uint16_t)(at - h->buf), (uint16_t)len };
+	h->value[h->n] = (struct span){ (uint16_t)(at - h->buf + len), 0 };
 	h->n++;
 	return 0;
 }
@@ -78,7 +81,7 @@ static int on_value(http_parser *p, const char *at, size_t len)
 			return 1;
 		}
 	}
-	h->value[h->n - 1] = (struct span){ (size_t)(at - h->buf), len };
+	h->value[h->n - 1] = (struct span){ (uint16_t)(at - h->buf), (uint16_t)len };
 	return 0;
 }
 
@@ -252,13 +255,17 @@ static const char *parse_absolute(const char *url, size_t n, struct egress_http_
 		return "malformed request head: invalid port in the request target";
 	req->absolute = true;
 	/* the origin form: path and query, never the fragment */
-	size_t start = n, end = n;
+	size_t end = n, start;
+	if (u.field_set & (1 << UF_FRAGMENT))
+		end = (size_t)u.field_data[UF_FRAGMENT].off - 1;
 	if (u.field_set & (1 << UF_PATH))
 		start = u.field_data[UF_PATH].off;
 	else if (u.field_set & (1 << UF_QUERY))
 		start = (size_t)u.field_data[UF_QUERY].off - 1;
-	if (u.field_set & (1 << UF_FRAGMENT))
-		end = (size_t)u.field_data[UF_FRAGMENT].off - 1;
+	else
+		start = end;   /* "http://h", "http://h?#f": no path, no query */
+	if (start > end)
+		start = end;
 	if (!(u.field_set & (1 << UF_PATH))) {
 		if (n + 1 >= sizeof(req->path))
 			return "request target too long";
@@ -328,7 +335,7 @@ static const char *check_host(const struct head *h, struct egress_http_req *req)
 ssize_t egress_http_parse(const char *buf, size_t len, struct egress_http_req *req,
 			  const char **why)
 {
-	static __thread struct head h;   /* 4 KiB: kept off small thread stacks */
+	struct head h;
 	*why = NULL;
 	memset(req, 0, sizeof(*req));
 	ssize_t r = head_parse(buf, len, &h);
@@ -471,7 +478,7 @@ int egress_http_rewrite(const char *buf, const struct egress_http_req *req,
 			const struct ward_egress_credential *const *rules, size_t n_rules,
 			char **out, size_t *out_len, const char **applied)
 {
-	static __thread struct head h;
+	struct head h;
 	bool match[64];
 	*out = NULL;
 	*out_len = 0;

@@ -13,6 +13,7 @@
  * wait is a poll bounded by io->idle_ms. The CA key never leaves this file.
  */
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -255,10 +256,24 @@ static int read_pem(const char *path, bool secret, char **out, size_t *len, stru
 		r = ward_error_set(err, EPERM, "egress",
 				   "CA key '%s' is readable by others (mode %04o); expected 0600",
 				   path, (unsigned)(st.st_mode & 07777));
+	if (r == 0 && st.st_size > PEM_MAX)
+		r = ward_error_set(err, EFBIG, "egress", "'%s' is larger than 1 MiB", path);
+	/* read from the fd that was checked, not the path again */
+	char *buf = r == 0 ? malloc((size_t)st.st_size + 1) : NULL;
+	if (r == 0 && !buf)
+		r = ward_error_set(err, ENOMEM, "egress", "out of memory");
+	ssize_t n = buf ? ward_read_full(fd, buf, (size_t)st.st_size) : 0;
+	if (buf && n < 0)
+		r = ward_error_set(err, (int)-n, "egress", "unable to read '%s'", path);
 	close(fd);
-	if (r == 0 && (r = ward_read_file(path, PEM_MAX, out, len)) < 0)
-		ward_error_set(err, -r, "egress", "unable to read '%s'", path);
-	return r;
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = (size_t)n;
+	return 0;
 }
 
 static int load_ca(struct egress_tls *t, const char *key_path, const char *cert_path,
@@ -365,7 +380,12 @@ static int setup_ctx(struct egress_tls *t, const char *ca_file, struct ward_erro
 	SSL_CTX_set_verify(t->upstream, SSL_VERIFY_PEER, NULL);
 	/* a peer that closes without close_notify ends the relay like one
 	 * that sends it: the client frames its own response */
-	SSL_CTX_set_options(t->server, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_set_options(t->server, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION |
+					       SSL_OP_NO_TICKET);
+	/* no resumption towards sandboxes: one connection, one request, and
+	 * no ticket key to keep */
+	SSL_CTX_set_num_tickets(t->server, 0);
+	SSL_CTX_set_session_cache_mode(t->server, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_options(t->upstream, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
 	if (SSL_CTX_set_default_verify_paths(t->upstream) != 1)
 		return ssl_error(err, "unable to load the host's trust store");
@@ -575,7 +595,15 @@ static int read_head(struct conn *k, char *buf, size_t *len, struct egress_http_
 static void refuse(struct conn *k, const char *host, const char *why)
 {
 	char body[512], head[768];
-	int bl = snprintf(body, sizeof(body), "ward egress: refused %s: %s\n", host, why);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	unsigned port = 443;
+	if (getpeername(k->fd[1], (struct sockaddr *)&ss, &sl) == 0)
+		port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+						      : ((struct sockaddr_in *)&ss)->sin_port);
+	bool v6 = strchr(host, ':') != NULL;
+	int bl = snprintf(body, sizeof(body), "ward egress: refused %s%s%s:%u: %s\n", v6 ? "[" : "",
+			  host, v6 ? "]" : "", port, why);
 	int hl = snprintf(head, sizeof(head),
 			  "HTTP/1.1 400 Bad Request\r\nX-Ward-Egress: denied\r\nContent-Type: text/plain\r\n"
 			  "Content-Length: %d\r\nConnection: close\r\n\r\n%s", bl, body);

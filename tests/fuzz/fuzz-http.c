@@ -3,6 +3,7 @@
  * into one that parses again with the same host and path, one
  * "Connection: close" and the rule's header exactly once. The input is
  * copied to a buffer of its own size so ASan sees any overread. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,10 +40,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const char *applied;
 		if (egress_http_rewrite(buf, &req, rules, 1, &out, &len, &applied) == 0) {
 			struct egress_http_req again;
-			if (egress_http_parse(out, len, &again, &why) != (ssize_t)len ||
+			ssize_t r2 = egress_http_parse(out, len, &again, &why);
+			/* the rewrite may add a few header fields and bytes (CRLF
+			 * for LF, ": "): a head at the bounds may not fit again */
+			bool bound = r2 < 0 && why &&
+				     (strstr(why, "more than 256") || strstr(why, "too long"));
+			if (!bound && (r2 != (ssize_t)len ||
 			    strcmp(again.host, req.host) != 0 || strcmp(again.path, req.path) != 0 ||
 			    count_lines(out, len, "authorization:") != 1 ||
-			    count_lines(out, len, "connection:") != 1)
+			    count_lines(out, len, "connection:") != 1))
 				abort();
 			free(out);
 		}
