@@ -73,7 +73,7 @@ static void test_scopes(void)
 	is_str(ward_keys_scopes_format(WARD_SCOPE_FILES, buf, sizeof(buf)), "files", "format one");
 	is_str(ward_keys_scope_name(WARD_SCOPE_ADMIN), "admin", "scope name");
 	ok(ward_keys_scope_name(3) == NULL && ward_keys_scope_name(0) == NULL &&
-	   ward_keys_scope_name(16) == NULL, "no name for several or unknown bits");
+	   ward_keys_scope_name(32) == NULL, "no name for several or unknown bits");
 
 	static const struct { const char *in, *msg; } bad[] = {
 		{ "", "expected at least one scope" },
