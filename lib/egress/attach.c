@@ -346,7 +346,10 @@ int ward_egress_new(const struct ward_egress_config *cfg, struct ward_egress **o
 	 * the bundle to trust (ward_egress_ca_bundle) before it is attached
 	 * with its own rules. With the operator's rules it must exist; with a
 	 * state directory only, a failure waits for the first rule to matter. */
-	if (rc == 0 && (e->n_creds || e->state_dir)) {
+	if (rc == 0 && e->n_creds && !EGRESS_HAVE_TLS) {
+		rc = ward_error_set(err, ENOTSUP, "egress", "credential rules need TLS interception, "
+				    "which this program is built without (ward serve has it)");
+	} else if (rc == 0 && (e->n_creds || e->state_dir) && EGRESS_HAVE_TLS) {
 		struct ward_error terr;
 		ward_error_clear(&terr);
 		if (egress_tls_new(e->state_dir, e->ca_file, &e->tls, &terr) < 0) {

@@ -233,7 +233,8 @@ void egress_put(struct ward_egress *e)
 	free(e->ca_file);
 	free(e->state_dir);
 	egress_creds_free(e->creds, e->n_creds);
-	egress_tls_free(e->tls);
+	if (e->tls)
+		egress_tls_free(e->tls);
 	if (e->epfd >= 0)
 		close(e->epfd);
 	if (e->evfd >= 0)
@@ -259,6 +260,10 @@ void egress_sandbox_put(struct ward_egress_sandbox *s)
 
 struct egress_tls *egress_tls_get(struct ward_egress *e, const char **why)
 {
+	if (!EGRESS_HAVE_TLS) {
+		*why = "TLS interception is not built into this program";
+		return NULL;
+	}
 	pthread_mutex_lock(&e->lock);
 	if (!e->tls) {
 		struct ward_error err;

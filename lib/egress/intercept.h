@@ -56,15 +56,24 @@ struct egress_io {
 
 struct egress_tls;          /* the interception CA and the upstream trust */
 
+/* The four egress_tls_* functions live in lib/egress/tls.c, the only part
+ * of ward that needs OpenSSL, linked only into the programs that serve
+ * credential rules (ward serve, the tests). Elsewhere (the static `ward`,
+ * whose every run is a process start that OpenSSL's CPU probing and
+ * relocations would slow down) they are weak and NULL: EGRESS_HAVE_TLS is
+ * false and interception is refused with a reason. */
+#define EGRESS_WEAK __attribute__((weak))
+#define EGRESS_HAVE_TLS (egress_tls_new != NULL)
+
 /* Loads (or creates, 0600, in state_dir; in memory when state_dir is NULL)
  * the interception CA, and the upstream trust: the host's default store
  * plus ca_file. Writes the bundle (host store + CA certificate) that
  * sandboxes trust next to the CA. 0 or a negative errno, err set. */
-int egress_tls_new(const char *state_dir, const char *ca_file, struct egress_tls **out,
+EGRESS_WEAK int egress_tls_new(const char *state_dir, const char *ca_file, struct egress_tls **out,
 		   struct ward_error *err);
-void egress_tls_free(struct egress_tls *t);
+EGRESS_WEAK void egress_tls_free(struct egress_tls *t);
 /* The bundle's host path (see ward_egress_ca_bundle). */
-const char *egress_tls_bundle(const struct egress_tls *t);
+EGRESS_WEAK const char *egress_tls_bundle(const struct egress_tls *t);
 
 /* Intercepts one HTTPS connection on the calling thread: a TLS server
  * towards the sandbox (client_fd, a certificate for `host` signed by the
@@ -74,7 +83,7 @@ const char *egress_tls_bundle(const struct egress_tls *t);
  * Returns 0 when either side closed, or a negative errno; *why (static
  * text) says what failed ("upstream certificate not trusted", ...);
  * *applied gets the first applied rule's name. Closes neither fd. */
-int egress_tls_intercept(struct egress_tls *t, int client_fd, int upstream_fd,
+EGRESS_WEAK int egress_tls_intercept(struct egress_tls *t, int client_fd, int upstream_fd,
 			 const char *host, const struct ward_egress_credential *const *rules,
 			 size_t n_rules, const struct egress_io *io, const char **why,
 			 const char **applied);
