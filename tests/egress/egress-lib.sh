@@ -39,7 +39,7 @@ stop_fixtures() {
 	return 0
 }
 if declare -F stop_daemon > /dev/null; then
-	trap 'stop_fixtures; stop_daemon; rm -rf "$TEST_TMP"' EXIT
+	trap 'stop_fixtures; [ ! -f "$D/pid" ] || stop_daemon; rm -rf "$TEST_TMP"' EXIT
 else
 	trap 'stop_fixtures; rm -rf "$TEST_TMP"' EXIT
 fi
