@@ -34,7 +34,8 @@ cat > "$FX/bin/node_get.js" <<-\EOF
 	const [how, url] = process.argv.slice(2);
 	const show = (status, text) => {
 		const d = JSON.parse(text);
-		console.log(status, d.server, d.headers.Host);
+		const host = Object.keys(d.headers).find((k) => k.toLowerCase() === "host");
+		console.log(status, d.server, d.headers[host]);
 	};
 	if (how === "fetch") {
 		fetch(url).then(async (r) => show(r.status, await r.text()))
