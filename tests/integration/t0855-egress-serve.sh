@@ -29,7 +29,7 @@ if [ -z "${prereq_missing[EGRESS]:-}" ] && start_fixtures; then
 	EOF
 	A=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant acme --scopes execute,sessions,admin --json | key_of)")
 	B=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant beta --scopes execute,sessions --json | key_of)")
-	start_daemon --config "$CONF" || test_set_prereq_missing EGRESS "the daemon did not start"
+	start_daemon --config "$CONF" > "$D/start.log" 2>&1 || test_set_prereq_missing DAEMON "the daemon did not start with the egress settings"
 elif [ -z "${prereq_missing[EGRESS]:-}" ]; then
 	test_set_prereq_missing EGRESS "the fixture servers did not start"
 fi
@@ -55,12 +55,15 @@ cmd() {
 refused() { printf '403 denied\n%s' "$(refused_line "$1" "$2" "$3")"; }
 ok_echo() { vget "$1" '" ".join((lambda d: [d["server"], d["headers"]["Host"]])(json.loads(v["stdout"])))'; }
 
-test_expect_success EGRESS 'a one-shot gets the operator'"'"'s allowlist; the verdict counts its traffic' '
+test_expect_success EGRESS 'the daemon starts with the operator'"'"'s egress settings' '
+	[ -s "$D/pid" ] && kill -0 "$(cat "$D/pid")" || { cat "$D/start.log" "$D/serve.log"; false; }
+'
+test_expect_success EGRESS,DAEMON 'a one-shot gets the operator'"'"'s allowlist; the verdict counts its traffic' '
 	r=$(oneshot "" curl -sS "http://other.test:$HTTP/echo") && expect_eq "$(code "$r")" 200 &&
 	body "$r" > v.json && expect_eq "$(ok_echo v.json)" "http other.test:$HTTP" &&
 	expect_eq "$(vget v.json "[v[\"network\"][\"connections\"] >= 1, v[\"network\"][\"bytes_in\"] > 0, v[\"network\"][\"denied\"]]")" "[true, true, []]"
 '
-test_expect_success EGRESS 'a one-shot narrows the operator'"'"'s allowlist: what it dropped is refused' '
+test_expect_success EGRESS,DAEMON 'a one-shot narrows the operator'"'"'s allowlist: what it dropped is refused' '
 	r=$(oneshot "{\"mode\": \"allowlist\", \"allow\": [\"allowed.test:$HTTP\"]}" sh -c "$CURL_SEEN" curl "http://other.test:$HTTP/echo") &&
 	expect_eq "$(code "$r")" 200 && body "$r" > v.json &&
 	expect_eq "$(vget v.json "v[\"stdout\"]")" "$(refused other.test "$HTTP" "not in the allowlist")" &&
@@ -70,17 +73,17 @@ test_expect_success EGRESS 'a one-shot narrows the operator'"'"'s allowlist: wha
 	r=$(oneshot "{\"mode\": \"allowlist\", \"allow\": [\"allowed.test:$HTTP\"]}" curl -sS "http://allowed.test:$HTTP/echo") &&
 	body "$r" > v.json && expect_eq "$(ok_echo v.json)" "http allowed.test:$HTTP"
 '
-test_expect_success EGRESS 'a one-shot may turn the network off; the verdict then has no network object' '
+test_expect_success EGRESS,DAEMON 'a one-shot may turn the network off; the verdict then has no network object' '
 	r=$(oneshot "{\"mode\": \"none\"}" sh -c "env | grep -ci proxy") && body "$r" > v.json &&
 	expect_eq "$(vget v.json "[v[\"stdout\"].strip(), \"network\" in v]")" "[\"0\", false]"
 '
-test_expect_success EGRESS 'a one-shot widening the operator'"'"'s allowlist is refused, naming the entry' '
+test_expect_success EGRESS,DAEMON 'a one-shot widening the operator'"'"'s allowlist is refused, naming the entry' '
 	r=$(oneshot "{\"mode\": \"allowlist\", \"allow\": [\"allowed.test:*\", \"denied.test:*\"]}" true) &&
 	{ [ "$(code "$r")" = 400 ] || [ "$(code "$r")" = 403 ]; } &&
 	expect_contains "$(body "$r")" "denied.test" &&
 	! upstream_saw denied.test
 '
-test_expect_success EGRESS 'a session'"'"'s allowlist is replaced at runtime; the next connection follows it' '
+test_expect_success EGRESS,DAEMON 'a session'"'"'s allowlist is replaced at runtime; the next connection follows it' '
 	r=$(api POST /v1/sessions "${A[@]}" -d "{\"policy\": {\"network\": {\"mode\": \"allowlist\", \"allow\": [\"allowed.test:*\"]}}}") &&
 	expect_eq "$(code "$r")" 201 && S=$(field "$r" "d[\"id\"]") && echo "$S" > "$D/S" &&
 	r=$(cmd "$S" curl -sS "http://allowed.test:$HTTP/echo") && body "$r" > v.json &&
@@ -95,7 +98,7 @@ test_expect_success EGRESS 'a session'"'"'s allowlist is replaced at runtime; th
 	expect_eq "$(field "$r" "d[\"stdout\"]")" "$(refused allowed.test "$HTTP" "not in the allowlist")"
 '
 S=$(cat "$D/S" 2>/dev/null)
-test_expect_success EGRESS 'a runtime update beyond the operator'"'"'s list is refused and changes nothing' '
+test_expect_success EGRESS,DAEMON 'a runtime update beyond the operator'"'"'s list is refused and changes nothing' '
 	r=$(api PUT "/v1/sessions/$S/network" "${A[@]}" -d "{\"mode\": \"allowlist\", \"allow\": [\"other.test:*\", \"denied.test:*\"]}") &&
 	{ [ "$(code "$r")" = 400 ] || [ "$(code "$r")" = 403 ]; } && expect_contains "$(body "$r")" "denied.test" &&
 	r=$(cmd "$S" curl -sS "http://other.test:$HTTP/echo") && body "$r" > v.json &&
@@ -104,24 +107,24 @@ test_expect_success EGRESS 'a runtime update beyond the operator'"'"'s list is r
 	expect_eq "$(field "$r" "d[\"stdout\"]")" "$(refused denied.test "$HTTP" "not in the allowlist")" &&
 	! upstream_saw denied.test
 '
-test_expect_success EGRESS 'a malformed network object is a 400 naming the field; another tenant gets 404' '
+test_expect_success EGRESS,DAEMON 'a malformed network object is a 400 naming the field; another tenant gets 404' '
 	r=$(api PUT "/v1/sessions/$S/network" "${A[@]}" -d "{\"mode\": \"allowlist\", \"allow\": [\"bad host:99999\"]}") &&
 	expect_eq "$(code "$r")" 400 && expect_contains "$(body "$r" | ward_json error.field)" "allow" &&
 	r=$(api PUT "/v1/sessions/$S/network" "${B[@]}" -d "{\"mode\": \"allowlist\", \"allow\": [\"other.test:*\"]}") &&
 	expect_eq "$(code "$r")" 404
 '
-test_expect_success EGRESS 'the audit log records the update (session.network) and the connections; it verifies' '
+test_expect_success EGRESS,DAEMON 'the audit log records the update (session.network) and the connections; it verifies' '
 	wait_for "the session.network record" "grep -q \"session.network\" \"$AUDIT\"" &&
 	grep "session.network" "$AUDIT" | grep -q "$S" &&
 	grep -q "other.test" "$AUDIT" && grep -q "not in the allowlist" "$AUDIT" &&
 	"$WARD" audit verify "$AUDIT" > /dev/null
 '
-test_expect_success EGRESS 'metrics carry the egress counters' '
+test_expect_success EGRESS,DAEMON 'metrics carry the egress counters' '
 	m=$(api GET /metrics "${A[@]}") && expect_eq "$(code "$m")" 200 &&
 	n=$(grep -v "^#" <<<"$m" | grep -c egress) && [ "$n" -ge 2 ] ||
 		{ echo "egress lines: $(grep egress <<<"$m")"; false; }
 '
-test_expect_success EGRESS 'the session ends; its proxy side is gone (a new one starts clean)' '
+test_expect_success EGRESS,DAEMON 'the session ends; its proxy side is gone (a new one starts clean)' '
 	r=$(api DELETE "/v1/sessions/$S" "${A[@]}") && expect_eq "$(code "$r")" 200 &&
 	r=$(oneshot "" curl -sS "http://allowed.test:$HTTP/echo") && body "$r" > v.json &&
 	expect_eq "$(ok_echo v.json)" "http allowed.test:$HTTP"

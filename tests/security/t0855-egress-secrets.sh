@@ -38,7 +38,7 @@ if [ -z "${prereq_missing[EGRESS]:-}" ] && start_fixtures; then
 	chmod 600 "$CONF"
 	A=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant acme --scopes execute,sessions,credentials --json | key_of)")
 	NOCRED=(-H "Authorization: Bearer $("$WARD" keys add --keys-file "$KEYS" --tenant acme --scopes execute,sessions --json | key_of)")
-	start_daemon --config "$CONF" || test_set_prereq_missing EGRESS "the daemon did not start"
+	start_daemon --config "$CONF" > "$D/start.log" 2>&1 || test_set_prereq_missing DAEMON "the daemon did not start with the egress settings"
 elif [ -z "${prereq_missing[EGRESS]:-}" ]; then
 	test_set_prereq_missing EGRESS "the fixture servers did not start"
 fi
@@ -93,7 +93,10 @@ for pid in [p for p in os.listdir("/proc") if p.isdigit()] + ["self"]:
 print(" ".join(hits) if hits else "clean %d" % (n > 0))'
 rev() { python3 -c 'import sys; print(sys.argv[1][::-1])' "$1"; }
 
-test_expect_success EGRESS 'HTTP: the operator'"'"'s header is injected on the prefix, replacing the client'"'"'s' '
+test_expect_success EGRESS 'the daemon starts with the operator'"'"'s egress settings' '
+	[ -s "$D/pid" ] && kill -0 "$(cat "$D/pid")" || { cat "$D/start.log" "$D/serve.log"; false; }
+'
+test_expect_success EGRESS,DAEMON 'HTTP: the operator'"'"'s header is injected on the prefix, replacing the client'"'"'s' '
 	r=$(oneshot sh -c "curl -sS -o /dev/null -w \"%{http_code}\n\" http://api.test:$HTTP/v1/echo
 		curl -sS -o /dev/null -w \"%{http_code}\n\" -H \"Authorization: Bearer mine\" http://api.test:$HTTP/v1/echo?2") &&
 	expect_eq "$(code "$r")" 200 && expect_eq "$(field "$r" "d[\"stdout\"]")" "200
@@ -101,7 +104,7 @@ test_expect_success EGRESS 'HTTP: the operator'"'"'s header is injected on the p
 	expect_eq "$(headers_of http /v1/echo Authorization)" "[\"Bearer $SECRET_OP\"]" &&
 	expect_eq "$(headers_of http "/v1/echo?2" Authorization)" "[\"Bearer $SECRET_OP\"]"
 '
-test_expect_success EGRESS 'HTTPS: intercepted for the host with a rule; curl and requests trust the sandbox'"'"'s bundle' '
+test_expect_success EGRESS,DAEMON 'HTTPS: intercepted for the host with a rule; curl and requests trust the sandbox'"'"'s bundle' '
 	r=$(oneshot sh -c "curl -sS -o /dev/null -w \"%{http_code}\n\" https://api.test:$HTTPS/v1/echo
 		python3 -c \"import requests; print(requests.get(\\\"https://api.test:$HTTPS/v1/echo?py\\\").status_code)\"
 		echo \$SSL_CERT_FILE \$REQUESTS_CA_BUNDLE \$NODE_EXTRA_CA_CERTS \$PIP_CERT \$CURL_CA_BUNDLE \$GIT_SSL_CAINFO
@@ -113,7 +116,7 @@ $WARD_CA $WARD_CA $WARD_CA $WARD_CA $WARD_CA $WARD_CA
 	expect_eq "$(headers_of https /v1/echo Authorization)" "[\"Bearer $SECRET_OP\"]" &&
 	expect_eq "$(headers_of https "/v1/echo?py" Authorization)" "[\"Bearer $SECRET_OP\"]"
 '
-test_expect_success EGRESS 'a path outside the rule'"'"'s prefix gets no header' '
+test_expect_success EGRESS,DAEMON 'a path outside the rule'"'"'s prefix gets no header' '
 	r=$(oneshot sh -c "curl -sS -o /dev/null -w \"%{http_code}\n\" http://api.test:$HTTP/other/echo
 		curl -sS -o /dev/null -w \"%{http_code}\n\" https://api.test:$HTTPS/other/echo") &&
 	expect_eq "$(field "$r" "d[\"stdout\"]")" "200
@@ -121,7 +124,7 @@ test_expect_success EGRESS 'a path outside the rule'"'"'s prefix gets no header'
 	expect_eq "$(headers_of http /other/echo Authorization)" "[]" &&
 	expect_eq "$(headers_of https /other/echo Authorization)" "[]"
 '
-test_expect_success EGRESS 'a host without a rule is tunnelled untouched: the client sees the server'"'"'s own certificate' '
+test_expect_success EGRESS,DAEMON 'a host without a rule is tunnelled untouched: the client sees the server'"'"'s own certificate' '
 	r=$(oneshot sh -c "curl -sS -o /dev/null -w \"%{http_code}\n\" --cacert /workspace/ca.pem https://allowed.test:$HTTPS/echo
 		curl -sS -o /dev/null https://allowed.test:$HTTPS/echo?ward-ca 2>/dev/null; echo curl=\$?") &&
 	expect_eq "$(field "$r" "d[\"stdout\"]")" "200
@@ -129,7 +132,7 @@ curl=60" &&
 	expect_eq "$(headers_of https /echo Authorization)" "[]" &&
 	expect_eq "$(headers_of https "/echo?ward-ca" Authorization)" ""
 '
-test_expect_success EGRESS 'a session'"'"'s own rule needs the credentials scope, and is injected' '
+test_expect_success EGRESS,DAEMON 'a session'"'"'s own rule needs the credentials scope, and is injected' '
 	body=$(python3 -c "import json, sys; print(json.dumps({\"credentials\": [{\"name\": \"sess-key\", \"host\": \"plain.test\",
 		\"path_prefix\": \"/\", \"headers\": {\"X-Api-Key\": sys.argv[1]}}]}))" "$SECRET_SESS") &&
 	r=$(api POST /v1/sessions "${NOCRED[@]}" -d "$body") && expect_eq "$(code "$r")" 403 &&
@@ -143,17 +146,17 @@ test_expect_success EGRESS 'a session'"'"'s own rule needs the credentials scope
 	expect_eq "$(headers_of http /sess2/echo X-Api-Key)" "[]"
 '
 S=$(cat "$D/S" 2>/dev/null)
-test_expect_success EGRESS 'no file or environment a one-shot can read holds the operator'"'"'s secret' '
+test_expect_success EGRESS,DAEMON 'no file or environment a one-shot can read holds the operator'"'"'s secret' '
 	r=$(oneshot python3 -c "$FIND" "$(rev "$SECRET_OP")") &&
 	expect_eq "$(field "$r" "d[\"stdout\"]")" "clean 1" &&
 	r=$(oneshot sh -c "env; cat /proc/1/environ 2>/dev/null") && ! expect_contains "$(body "$r")" "$SECRET_OP" > /dev/null
 '
-test_expect_success EGRESS 'no file or environment the session can read holds either secret' '
+test_expect_success EGRESS,DAEMON 'no file or environment the session can read holds either secret' '
 	r=$(cmd "$S" python3 -c "$FIND" "$(rev "$SECRET_SESS")") && expect_eq "$(field "$r" "d[\"stdout\"]")" "clean 1" &&
 	r=$(cmd "$S" python3 -c "$FIND" "$(rev "$SECRET_OP")") && expect_eq "$(field "$r" "d[\"stdout\"]")" "clean 1" &&
 	r=$(cmd "$S" sh -c "env") && ! expect_contains "$(body "$r")" "s3cret-" > /dev/null
 '
-test_expect_success EGRESS 'the audit log names the rules, never their secrets; nor do stderr and the state' '
+test_expect_success EGRESS,DAEMON 'the audit log names the rules, never their secrets; nor do stderr and the state' '
 	{ grep -q "api-token" "$AUDIT" && grep -q "sess-key" "$AUDIT"; } || { echo "the audit log lacks a rule name"; exit 1; }
 	bad=$(grep -rl -e "$SECRET_OP" -e "$SECRET_SESS" "$AUDIT" "$D/serve.log" "$D/run" 2>/dev/null)
 	[ -z "$bad" ] || { echo "a secret is in: $bad"; false; }
