@@ -4,6 +4,8 @@ it (bench/egress.sh runs it on the host and inside a sandbox).
 
   egress.py download MODE HOST PORT BYTES RUNS   one JSON line: MB/s (median, best)
   egress.py latency MODE HOST PORT N             one JSON line: p50, p90 (ms)
+  egress.py suite HOST PORT BYTES RUNS N         both, for forward, connect and
+                                                 transparent, in one process
 
 MODE: direct (connect to HOST:PORT), forward (plain HTTP through the proxy
 at 127.0.0.1:3128), connect (an HTTP CONNECT tunnel through it),
@@ -79,26 +81,38 @@ def latency_one(mode, host, port, addr):
     return dt * 1000
 
 
-def main():
-    what, mode, host, port = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    # resolved once, outside the timings (in a sandbox: by the DNS stub)
-    addr = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_STREAM)[0][4][0] \
-        if mode in ("direct", "transparent") else None
+def figures(what, mode, host, port, args, addr):
     out = {"what": what, "mode": mode}
     if what == "download":
-        nbytes, runs = int(sys.argv[5]), int(sys.argv[6])
+        nbytes, runs = int(args[0]), int(args[1])
         rates = [download(mode, host, port, nbytes, addr) for _ in range(runs)]
         out.update(bytes=nbytes, runs=runs, mb_s_median=round(statistics.median(rates), 1),
                    mb_s_best=round(max(rates), 1))
-    elif what == "latency":
-        n = int(sys.argv[5])
+    else:
+        n = int(args[0])
         for _ in range(min(20, n)):
             latency_one(mode, host, port, addr)  # warm-up: caches, the proxy's threads
         ms = sorted(latency_one(mode, host, port, addr) for _ in range(n))
         out.update(n=n, p50_ms=round(ms[n // 2], 3), p90_ms=round(ms[min(n - 1, n * 9 // 10)], 3))
-    else:
-        sys.exit(__doc__)
     print(json.dumps(out), flush=True)
+
+
+def main():
+    if sys.argv[1] == "suite":
+        # one process, one lookup: every figure of the sandbox side
+        host, port, nbytes, runs, n = sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+        addr = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+        for what, args in (("download", [nbytes, runs]), ("latency", [n])):
+            for mode in ("forward", "connect", "transparent"):
+                figures(what, mode, host, port, args, addr)
+        return
+    what, mode, host, port = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    # resolved once, outside the timings (in a sandbox: by the DNS stub)
+    addr = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_STREAM)[0][4][0] \
+        if mode in ("direct", "transparent") else None
+    if what not in ("download", "latency"):
+        sys.exit(__doc__)
+    figures(what, mode, host, port, sys.argv[5:], addr)
 
 
 if __name__ == "__main__":

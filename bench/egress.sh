@@ -58,13 +58,14 @@ echo "# host (direct), 127.0.0.1:$HTTP" >&2
 } | sed 's/^{/{"side": "host", /' > "$TMP/host.jsonl"
 
 echo "# sandbox (through the proxy)" >&2
-B=/bench/egress.py
-"$WARD" run -q --timeout 600 --memory 1G --ro "$TMP/bin:/bench" \
+"$WARD" run --json --timeout 600 --memory 1G --ro "$TMP/bin:/bench" \
 	--net "allow:bench.test:$HTTP" --egress-resolve bench.test=127.0.0.1 --egress-allow-private 127.0.0.1/32 \
-	-- sh -c "set -e
-		for m in forward connect transparent; do python3 $B download \$m bench.test $HTTP $BYTES $RUNS; done
-		for m in forward connect transparent; do python3 $B latency \$m bench.test $HTTP $CONNS; done" |
-	sed 's/^{/{"side": "sandbox", /' > "$TMP/sandbox.jsonl"
+	-- python3 /bench/egress.py suite bench.test "$HTTP" "$BYTES" "$RUNS" "$CONNS" > "$TMP/verdict.json" || true
+"$PY" -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+if v["status"] != "ok":
+    sys.exit("bench: the sandbox side failed (%s): %s" % (v["status"], v["stderr"][-2000:]))
+sys.stdout.write(v["stdout"])' "$TMP/verdict.json" | sed 's/^{/{"side": "sandbox", /' > "$TMP/sandbox.jsonl"
 
 cat "$TMP/host.jsonl" "$TMP/sandbox.jsonl"
 "$PY" - "$TMP/host.jsonl" "$TMP/sandbox.jsonl" <<'PYEOF'
