@@ -176,7 +176,8 @@ int ward_service_new(struct ward_service_config *cfg, struct ward_service **out)
 const struct ward_service_config *ward_service_settings(const struct ward_service *svc);
 /* Checks and locks the state directory (its user only; one daemon per
  * state), removes what a killed daemon left (by cgroup) and turns its
- * sessions into tombstones. Before anything else is served. 0 or -1
+ * sessions into tombstones, then starts the egress proxy (its CA lives
+ * there). Before anything else is served. 0 or -1
  * (printed). */
 int ward_service_open_state(struct ward_service *svc);
 /* Ends every session and stops the workers, answering everything that

@@ -279,8 +279,10 @@ int ward_service_new(struct ward_service_config *cfg, struct ward_service **out)
 			       : 0;
 	if (!s->cfg.keys_file && !(s->cfg.keys_file = strdup(ward_keys_default_path())))
 		return -1;
-	if (s->epfd < 0 || load_policy(s) < 0 || open_audit(s) < 0 || svc_egress_start(s) < 0 ||
-	    svc_workers_start(s) < 0 || warm_start(s) < 0)
+	/* the egress proxy starts with the state directory (its CA lives
+	 * there): ward_service_open_state */
+	if (s->epfd < 0 || load_policy(s) < 0 || open_audit(s) < 0 || svc_workers_start(s) < 0 ||
+	    warm_start(s) < 0)
 		return -1;
 	keys_reload(s);
 	if (!s->keys)

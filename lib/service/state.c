@@ -305,6 +305,9 @@ int ward_service_open_state(struct ward_service *s)
 	if (state_dir_check(s->cfg.state_dir) < 0 ||
 	    (s->state_lock = state_dir_lock(s->cfg.state_dir)) < 0)
 		return -1;
+	/* the egress proxy keeps its interception CA here */
+	if (!s->egress && svc_egress_start(s) < 0)
+		return -1;
 	/* Leftovers of a killed daemon are found by ward's own cgroup names
 	 * (a dead supervisor's pid and start time), never by a pid read from
 	 * a file; the state files only turn its sessions into tombstones. */
