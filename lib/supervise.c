@@ -699,14 +699,16 @@ WARD_EXPORT pid_t ward_sandbox_pid(const struct ward_sandbox *sb)
 WARD_EXPORT int ward_sandbox_stats(const struct ward_sandbox *sb, struct ward_sandbox_stats *st)
 {
 	memset(st, 0, sizeof(*st));
+	if (sb->att) /* egress counters, cgroup or not */
+		ward_egress_usage(sb->att, &st->network);
 	struct ward_cgroup_stats cs;
 	if (!sb->have_cg || ward_cgroup_read_stats(&sb->cg, &cs) < 0)
 		return 0;
-	*st = (struct ward_sandbox_stats){
-		.cgroup = true, .memory_peak = cs.memory_peak, .oom_kills = cs.oom_kills,
-		.pids_max_events = cs.pids_max_events,
-		.cpu_ms = (cs.cpu_user_us + cs.cpu_sys_us) / 1000,
-	};
+	st->cgroup = true;
+	st->memory_peak = cs.memory_peak;
+	st->oom_kills = cs.oom_kills;
+	st->pids_max_events = cs.pids_max_events;
+	st->cpu_ms = (cs.cpu_user_us + cs.cpu_sys_us) / 1000;
 	return 0;
 }
 

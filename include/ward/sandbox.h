@@ -186,6 +186,9 @@ struct ward_sandbox_stats {
 	uint64_t oom_kills;
 	uint64_t pids_max_events;  /* forks refused by the pids limit */
 	uint64_t cpu_ms;           /* user + system */
+	/* network.mode "allowlist": the egress proxy's counters so far (a
+	 * session's call reports the difference); present false otherwise */
+	struct ward_net_usage network;
 };
 int ward_sandbox_stats(const struct ward_sandbox *sb, struct ward_sandbox_stats *st);
 

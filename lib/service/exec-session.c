@@ -73,6 +73,30 @@ void exec_session_message(struct ward_execution *ex, json_t *m)
 				   which == 1 ? "stdout" : "stderr", "text", json_string_value(t), kept));
 }
 
+static uint64_t since(uint64_t before, uint64_t after)
+{
+	return after > before ? after - before : 0;
+}
+
+/* A call's share of the session's egress: the counters' growth during the
+ * call, and the refusals listed since it began. */
+static void call_network(struct ward_net_usage *v, const struct ward_net_usage *b,
+			 const struct ward_net_usage *a)
+{
+	memset(v, 0, sizeof(*v));
+	if (!a->present)
+		return;
+	v->present = true;
+	v->connections = since(b->connections, a->connections);
+	v->bytes_out = since(b->bytes_out, a->bytes_out);
+	v->bytes_in = since(b->bytes_in, a->bytes_in);
+	v->denied_total = since(b->denied_total, a->denied_total);
+	for (size_t i = b->n_denied; i < a->n_denied; i++)
+		v->denied[v->n_denied++] = a->denied[i];
+	/* a limit is the session's: named once it was hit during this call */
+	v->limit = a->limit && !b->limit ? a->limit : NULL;
+}
+
 /* What the agent's reply status means as a verdict. A context that died
  * is explained by the cgroup's counters, never guessed from the signal. */
 static void session_status(struct ward_execution *ex, json_t *reply,
@@ -118,6 +142,7 @@ static void session_status(struct ward_execution *ex, json_t *reply,
 	}
 	v->usage.peak_memory_bytes = a->memory_peak;
 	v->usage.cpu_user_ms = a->cpu_ms - (b->cpu_ms < a->cpu_ms ? b->cpu_ms : a->cpu_ms);
+	call_network(&v->network, &b->network, &a->network);
 }
 
 void exec_session_end(struct ward_execution *ex, json_t *reply, const struct ward_verdict *dead,
