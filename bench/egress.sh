@@ -83,5 +83,5 @@ print("connection setup to the first byte, p50 over %d (ms; added by the proxy)"
 print("  %-24s %9.3f" % ("host, direct", l["p50_ms"]))
 for m in ("forward", "connect", "transparent"):
     r = get("latency", m)
-    print("  %-24s %9.3f  +%.3f" % ("sandbox, " + m, r["p50_ms"], r["p50_ms"] - l["p50_ms"]))
+    print("  %-24s %9.3f  %+.3f" % ("sandbox, " + m, r["p50_ms"], r["p50_ms"] - l["p50_ms"]))
 PYEOF

@@ -63,7 +63,7 @@ print("HTTP=%d HTTPS=%d DNSP=%d" % (d["http"], d["https"], d["dns"]))' "$FX/serv
 	EGRESS_OP+=(--egress-resolve leak.test=127.0.0.2)
 	mkdir -p "$FX/bin" &&
 	cp "$SRCDIR/tests/egress/dnsq.py" "$SRCDIR/tests/egress/proxyq.py" "$CA" "$FX/bin/" &&
-	chmod -R a+rX "$FX"
+	chmod -R a+rX "$FX/bin"
 }
 
 # wrun ARGS... -- PROGRAM...: ward run with the operator flags and, at

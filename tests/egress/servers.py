@@ -428,10 +428,12 @@ def main():
             "leak_addr": "127.0.0.2", "ca": d + "/tls/ca.pem", "dir": d,
             "requests_log": d + "/requests.log", "leaks_log": d + "/leaks.log",
             "dns_log": d + "/dns.log", "pid": os.getpid(), "names": names, "rebind": rebind}
+    # the build directory goes before servers.json appears: nothing moves
+    # under the test once it starts
+    shutil.rmtree(tmp, ignore_errors=True)
     with open(d + "/servers.json.tmp", "w") as f:
         json.dump(info, f, indent=1)
     os.rename(d + "/servers.json.tmp", d + "/servers.json")
-    shutil.rmtree(tmp, ignore_errors=True)
     while True:
         signal.pause()
 
