@@ -202,148 +202,215 @@ void svc_egress_stats(struct ward_service *s, struct ward_egress_stats *st)
 
 /* --- credential rules in a request or a config file --- */
 
+enum { CRED_MAX = 32, CRED_HEADERS_MAX = 16, CRED_NAME_MAX = 64,
+       CRED_PATH_MAX = 1024, HEADER_NAME_MAX = 128, HEADER_VALUE_MAX = 8192 };
+
 static bool cred_name_ok(const char *s)
 {
 	size_t n = strlen(s);
-	if (n == 0 || n > 64)
+	if (n == 0 || n > CRED_NAME_MAX)
 		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' ||
-		      *s == '.' || *s == '-'))
+	for (const char *c = s; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || strchr("_.-", *c)))
 			return false;
 	return true;
 }
 
+/* RFC 9110 token */
 static bool header_name_ok(const char *s)
 {
-	if (!*s || strlen(s) > 64)
+	size_t n = strlen(s);
+	if (n == 0 || n > HEADER_NAME_MAX)
 		return false;
-	for (; *s; s++)
-		if (!(*s > 32 && *s < 127) || strchr("()<>@,;:\\\"/[]?={}", *s))
+	for (const char *c = s; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || strchr("!#$%&'*+-.^_`|~", *c)))
 			return false;
 	return true;
 }
 
-static bool header_value_ok(json_t *v)
+static bool path_prefix_ok(const char *s)
 {
-	const char *s = json_string_value(v);
-	size_t n = json_string_length(v);
-	if (n > 4096 || strlen(s) != n)
+	size_t n = strlen(s);
+	if (s[0] != '/' || n > CRED_PATH_MAX)
 		return false;
-	for (size_t i = 0; i < n; i++)
-		if (s[i] == '\r' || s[i] == '\n' || s[i] == '\0' || (unsigned char)s[i] == 0x7f)
+	for (const char *c = s; *c; c++)
+		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f)
 			return false;
 	return true;
 }
 
-void ward_egress_credentials_free(struct ward_egress_credential *c, size_t n)
+/* A host as a rule names one: "api.example.com" or "*.example.com". */
+static int cred_host(const char *v, const char *where, struct ward_error *err)
+{
+	struct ward_error perr;
+	struct ward_net_rule r;
+	int rc = ward_net_rule_parse(v, &r, where, &perr);
+	bool ok = rc == 0 && r.kind != WARD_NET_RULE_CIDR && !r.port && !r.any_port;
+	free(r.host);
+	if (rc < 0)
+		ward_error_set(err, 0, "", "%s", perr.message);
+	else if (!ok)
+		ward_error_set(err, 0, "", "%s: expected a host name or *.domain, without a port, got '%s'",
+			where, v);
+	return rc < 0 || !ok ? -1 : 0;
+}
+
+static int cred_headers(struct ward_egress_credential *r, json_t *h, const char *where,
+			struct ward_error *err)
+{
+	const char *name;
+	json_t *v;
+	char sub[4600];
+	if (!json_is_object(h) || json_object_size(h) == 0 ||
+	    json_object_size(h) > CRED_HEADERS_MAX) {
+		ward_error_set(err, 0, "", "%s: expected an object of 1 to %d \"Name\": \"value\" headers",
+			where, CRED_HEADERS_MAX);
+		return -1;
+	}
+	if (!(r->headers = calloc(json_object_size(h), sizeof(*r->headers))))
+		return ward_error_set(err, ENOMEM, "", "out of memory");
+	json_object_foreach(h, name, v) {
+		snprintf(sub, sizeof(sub), "%s.%.128s", where, name);
+		if (!header_name_ok(name)) {
+			ward_error_set(err, 0, "", "%s: a header name is a token (letters, digits and !#$%%&'*+-.^_`|~)",
+				where);
+			return -1;
+		}
+		for (size_t k = 0; k < r->n_headers; k++)
+			if (strncasecmp(r->headers[k], name, strlen(name)) == 0 &&
+			    r->headers[k][strlen(name)] == ':') {
+				ward_error_set(err, 0, "", "%s: given twice (header names ignore case)", sub);
+				return -1;
+			}
+		/* the value is never shown, only what is wrong with it */
+		const char *val = json_string_value(v);
+		size_t len = val ? json_string_length(v) : 0;
+		if (!val || len != strlen(val) || strpbrk(val, "\r\n") || len > HEADER_VALUE_MAX) {
+			ward_error_set(err, 0, "", "%s: expected a string of at most %d bytes without CR, LF or NUL (the value is not shown)",
+				sub, HEADER_VALUE_MAX);
+			return -1;
+		}
+		size_t n = strlen(name) + 2 + len + 1;
+		char *line = malloc(n);
+		if (!line)
+			return -1;
+		snprintf(line, n, "%s: %s", name, val);
+		r->headers[r->n_headers++] = line;
+	}
+	return 0;
+}
+
+static int cred_rule(struct ward_egress_credential *r, json_t *o, const char *where,
+		     struct ward_error *err)
+{
+	static const char *const known[] = { "name", "host", "path_prefix", "headers" };
+	const char *key;
+	json_t *v;
+	char sub[4400];
+	if (!json_is_object(o)) {
+		ward_error_set(err, 0, "", "%s: expected an object {name, host, path_prefix, headers}", where);
+		return -1;
+	}
+	json_object_foreach(o, key, v) {
+		size_t i = 0;
+		while (i < ARRAY_SIZE(known) && strcmp(key, known[i]) != 0)
+			i++;
+		snprintf(sub, sizeof(sub), "%s.%.64s", where, key);
+		if (i == ARRAY_SIZE(known)) {
+			ward_error_set(err, 0, "", "%s: unknown key (known: name, host, path_prefix, headers)", sub);
+			return -1;
+		}
+		if (i < 3 && !json_is_string(v)) {
+			ward_error_set(err, 0, "", "%s: expected a string", sub);
+			return -1;
+		}
+	}
+	const char *name = json_string_value(json_object_get(o, "name"));
+	const char *host = json_string_value(json_object_get(o, "host"));
+	const char *prefix = json_string_value(json_object_get(o, "path_prefix"));
+	snprintf(sub, sizeof(sub), "%s.name", where);
+	if (!name || !cred_name_ok(name)) {
+		ward_error_set(err, 0, "", "%s: expected 1 to %d of a-z, 0-9, '_', '.' and '-'", sub,
+			CRED_NAME_MAX);
+		return -1;
+	}
+	snprintf(sub, sizeof(sub), "%s.host", where);
+	if (!host) {
+		ward_error_set(err, 0, "", "%s: missing", sub);
+		return -1;
+	}
+	if (cred_host(host, sub, err) < 0)
+		return -1;
+	snprintf(sub, sizeof(sub), "%s.path_prefix", where);
+	if (prefix && !path_prefix_ok(prefix)) {
+		ward_error_set(err, 0, "", "%s: expected a path starting with '/', without spaces or control characters, at most %d bytes",
+			sub, CRED_PATH_MAX);
+		return -1;
+	}
+	if (!(r->name = strdup(name)) || !(r->host = strdup(host)) ||
+	    (prefix && !(r->path_prefix = strdup(prefix))))
+		return -1;
+	snprintf(sub, sizeof(sub), "%s.headers", where);
+	return cred_headers(r, json_object_get(o, "headers") ? json_object_get(o, "headers") : json_null(), sub,
+			    err);
+}
+
+
+static void cred_free(struct ward_egress_credential *c, size_t n)
 {
 	for (size_t i = 0; c && i < n; i++) {
 		free(c[i].name);
 		free(c[i].host);
 		free(c[i].path_prefix);
-		for (size_t j = 0; j < c[i].n_headers; j++) {
+		for (size_t j = 0; c[i].headers && j < c[i].n_headers; j++) {
 			sodium_memzero(c[i].headers[j], strlen(c[i].headers[j]));
 			free(c[i].headers[j]);
 		}
 		free(c[i].headers);
 	}
+}
+
+void ward_egress_credentials_free(struct ward_egress_credential *c, size_t n)
+{
+	cred_free(c, n);
 	free(c);
 }
 
-/* Never puts a header's value into a message: the rule's name and the
- * header's name are enough to find the mistake. */
 int ward_egress_credentials_from_json(json_t *v, const char *field,
 				      struct ward_egress_credential **out, size_t *n_out,
 				      struct ward_error *err)
 {
+	char where[4200];
 	*out = NULL;
 	*n_out = 0;
-	if (!json_is_array(v))
-		return ward_error_set(err, 0, "", "%s: expected an array of rules", field);
-	size_t n = json_array_size(v);
-	if (n > 32)
-		return ward_error_set(err, 0, "", "%s: at most 32 rules", field);
-	struct ward_egress_credential *c = calloc(n ? n : 1, sizeof(*c));
-	if (!c)
+	if (!json_is_array(v) || json_array_size(v) > CRED_MAX) {
+		ward_error_set(err, 0, "", "%s: expected an array of at most %d rules", field, CRED_MAX);
+		ward_error_field(err, field);
+		return -EINVAL;
+	}
+	size_t n = json_array_size(v), i;
+	struct ward_egress_credential *rules = calloc(n + 1, sizeof(*rules));
+	if (!rules)
 		return ward_error_set(err, ENOMEM, "", "out of memory");
-	for (size_t i = 0; i < n; i++) {
-		json_t *o = json_array_get(v, i), *hv;
-		const char *key;
-		if (!json_is_object(o)) {
-			ward_error_set(err, 0, "", "%s[%zu]: expected an object", field, i);
-			goto fail;
-		}
-		json_object_foreach(o, key, hv)
-			if (strcmp(key, "name") && strcmp(key, "host") && strcmp(key, "path_prefix") &&
-			    strcmp(key, "headers")) {
-				ward_error_set(err, 0, "", "%s[%zu].%.64s: unknown field; known "
-						"fields: name, host, path_prefix, headers", field, i, key);
-				goto fail;
-			}
-		const char *name = json_string_value(json_object_get(o, "name"));
-		const char *host = json_string_value(json_object_get(o, "host"));
-		json_t *pp = json_object_get(o, "path_prefix"), *hs = json_object_get(o, "headers");
-		if (!name || !cred_name_ok(name)) {
-			ward_error_set(err, 0, "", "%s[%zu].name: expected [a-z0-9_.-]{1,64}",
-					field, i);
-			goto fail;
-		}
-		struct ward_net_rule rule;
-		struct ward_error rerr;
-		char f[96];
-		snprintf(f, sizeof(f), "%s[%zu].host", field, i);
-		if (!host || ward_net_rule_parse(host, &rule, f, &rerr) < 0 ||
-		    rule.kind == WARD_NET_RULE_CIDR || rule.port || rule.any_port) {
-			if (host && rule.kind != WARD_NET_RULE_CIDR)
-				free(rule.host);
-			ward_error_set(err, 0, "", "%s: expected a host name or *.domain, "
-					"without a port", f);
-			goto fail;
-		}
-		c[i].host = rule.host;
-		if (pp && (!json_is_string(pp) || json_string_value(pp)[0] != '/' ||
-			   strlen(json_string_value(pp)) != json_string_length(pp) ||
-			   json_string_length(pp) > 1024)) {
-			ward_error_set(err, 0, "", "%s[%zu].path_prefix: expected a path "
-					"starting with '/'", field, i);
-			goto fail;
-		}
-		if (!json_is_object(hs) || json_object_size(hs) == 0 || json_object_size(hs) > 16) {
-			ward_error_set(err, 0, "", "%s[%zu].headers: expected an object of 1 "
-					"to 16 headers {\"Name\": \"value\"}", field, i);
-			goto fail;
-		}
-		c[i].name = strdup(name);
-		c[i].path_prefix = pp ? strdup(json_string_value(pp)) : NULL;
-		c[i].headers = calloc(json_object_size(hs), sizeof(char *));
-		if (!c[i].name || (pp && !c[i].path_prefix) || !c[i].headers) {
-			ward_error_set(err, ENOMEM, "", "out of memory");
-			goto fail;
-		}
-		json_object_foreach(hs, key, hv) {
-			if (!header_name_ok(key) || !json_is_string(hv) || !header_value_ok(hv)) {
-				ward_error_set(err, 0, "", "%s[%zu].headers.%.64s: expected a "
-						"header name (a token) and a string value without CR, "
-						"LF or NUL", field, i, key);
-				goto fail;
-			}
-			size_t len = strlen(key) + 2 + json_string_length(hv) + 1;
-			char *h = malloc(len);
-			if (!h) {
-				ward_error_set(err, ENOMEM, "", "out of memory");
-				goto fail;
-			}
-			snprintf(h, len, "%s: %s", key, json_string_value(hv));
-			c[i].headers[c[i].n_headers++] = h;
+	json_t *o;
+	json_array_foreach(v, i, o) {
+		snprintf(where, sizeof(where), "%s[%zu]", field, i);
+		int rc = cred_rule(&rules[i], o, where, err);
+		for (size_t k = 0; rc == 0 && k < i; k++)
+			if (strcmp(rules[k].name, rules[i].name) == 0)
+				rc = ward_error_set(err, 0, "", "%s.name: '%s' is also the name of rule %zu",
+						    where, rules[i].name, k);
+		if (rc < 0) {
+			ward_error_field(err, where);
+			int code = err->code == ENOMEM ? -ENOMEM : -EINVAL;
+			ward_egress_credentials_free(rules, i + 1);
+			return code;
 		}
 	}
-	*out = c;
+	*out = rules;
 	*n_out = n;
 	return 0;
-fail:
-	ward_egress_credentials_free(c, n);
-	return err->code == ENOMEM ? -ENOMEM : -EINVAL;
 }
 
 int svc_parse_credentials(const struct ward_key_info *key, json_t *v,

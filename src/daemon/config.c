@@ -22,8 +22,7 @@
 enum kind { K_STR, K_SIZE, K_DUR, K_BOOL, K_UINT, K_POOL, K_LIST };
 
 /* Values of each K_LIST setting; credential rules and their headers. */
-enum { LIST_MAX = 64, CRED_MAX = 32, CRED_HEADERS_MAX = 16, CRED_NAME_MAX = 64,
-       CRED_PATH_MAX = 1024, HEADER_NAME_MAX = 128, HEADER_VALUE_MAX = 8192 };
+enum { LIST_MAX = 64 };
 
 /* The most kernels one language's pool may hold. */
 enum { POOL_MAX_PER_LANG = 64 };
@@ -377,183 +376,24 @@ static int check_tenants(json_t *t, const char *file)
 }
 
 /* --- egress_credentials: [{name, host, path_prefix, headers: {Name: value}}]
- * Header values are secrets: no message below ever shows one. */
-
-static bool cred_name_ok(const char *s)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n > CRED_NAME_MAX)
-		return false;
-	for (const char *c = s; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || strchr("_.-", *c)))
-			return false;
-	return true;
-}
-
-/* RFC 9110 token */
-static bool header_name_ok(const char *s)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n > HEADER_NAME_MAX)
-		return false;
-	for (const char *c = s; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-		      (*c >= '0' && *c <= '9') || strchr("!#$%&'*+-.^_`|~", *c)))
-			return false;
-	return true;
-}
-
-static bool path_prefix_ok(const char *s)
-{
-	size_t n = strlen(s);
-	if (s[0] != '/' || n > CRED_PATH_MAX)
-		return false;
-	for (const char *c = s; *c; c++)
-		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f)
-			return false;
-	return true;
-}
-
-/* A host as a rule names one: "api.example.com" or "*.example.com". */
-static int cred_host(const char *v, const char *where)
-{
-	struct ward_error err;
-	struct ward_net_rule r;
-	int rc = ward_net_rule_parse(v, &r, where, &err);
-	bool ok = rc == 0 && r.kind != WARD_NET_RULE_CIDR && !r.port && !r.any_port;
-	free(r.host);
-	if (rc < 0)
-		fprintf(stderr, "ward: error: %s\n", err.message);
-	else if (!ok)
-		fprintf(stderr, "ward: error: %s: expected a host name or *.domain, without a port, got '%s'\n",
-			where, v);
-	return rc < 0 || !ok ? -1 : 0;
-}
-
-static int cred_headers(struct ward_egress_credential *r, json_t *h, const char *where)
-{
-	const char *name;
-	json_t *v;
-	char sub[4600];
-	if (!json_is_object(h) || json_object_size(h) == 0 ||
-	    json_object_size(h) > CRED_HEADERS_MAX) {
-		fprintf(stderr, "ward: error: %s: expected an object of 1 to %d \"Name\": \"value\" headers\n",
-			where, CRED_HEADERS_MAX);
-		return -1;
-	}
-	if (!(r->headers = calloc(json_object_size(h), sizeof(*r->headers))))
-		return -1;
-	json_object_foreach(h, name, v) {
-		snprintf(sub, sizeof(sub), "%s.%.128s", where, name);
-		if (!header_name_ok(name)) {
-			fprintf(stderr, "ward: error: %s: a header name is a token (letters, digits and !#$%%&'*+-.^_`|~)\n",
-				where);
-			return -1;
-		}
-		for (size_t k = 0; k < r->n_headers; k++)
-			if (strncasecmp(r->headers[k], name, strlen(name)) == 0 &&
-			    r->headers[k][strlen(name)] == ':') {
-				fprintf(stderr, "ward: error: %s: given twice (header names ignore case)\n", sub);
-				return -1;
-			}
-		/* the value is never shown, only what is wrong with it */
-		const char *val = json_string_value(v);
-		size_t len = val ? json_string_length(v) : 0;
-		if (!val || len != strlen(val) || strpbrk(val, "\r\n") || len > HEADER_VALUE_MAX) {
-			fprintf(stderr, "ward: error: %s: expected a string of at most %d bytes without CR, LF or NUL (the value is not shown)\n",
-				sub, HEADER_VALUE_MAX);
-			return -1;
-		}
-		size_t n = strlen(name) + 2 + len + 1;
-		char *line = malloc(n);
-		if (!line)
-			return -1;
-		snprintf(line, n, "%s: %s", name, val);
-		r->headers[r->n_headers++] = line;
-	}
-	return 0;
-}
-
-static int cred_rule(struct ward_egress_credential *r, json_t *o, const char *where)
-{
-	static const char *const known[] = { "name", "host", "path_prefix", "headers" };
-	const char *key;
-	json_t *v;
-	char sub[4400];
-	if (!json_is_object(o)) {
-		fprintf(stderr, "ward: error: %s: expected an object {name, host, path_prefix, headers}\n", where);
-		return -1;
-	}
-	json_object_foreach(o, key, v) {
-		size_t i = 0;
-		while (i < ARRAY_SIZE(known) && strcmp(key, known[i]) != 0)
-			i++;
-		snprintf(sub, sizeof(sub), "%s.%.64s", where, key);
-		if (i == ARRAY_SIZE(known)) {
-			fprintf(stderr, "ward: error: %s: unknown key (known: name, host, path_prefix, headers)\n", sub);
-			return -1;
-		}
-		if (i < 3 && !json_is_string(v)) {
-			fprintf(stderr, "ward: error: %s: expected a string\n", sub);
-			return -1;
-		}
-	}
-	const char *name = json_string_value(json_object_get(o, "name"));
-	const char *host = json_string_value(json_object_get(o, "host"));
-	const char *prefix = json_string_value(json_object_get(o, "path_prefix"));
-	snprintf(sub, sizeof(sub), "%s.name", where);
-	if (!name || !cred_name_ok(name)) {
-		fprintf(stderr, "ward: error: %s: expected 1 to %d of a-z, 0-9, '_', '.' and '-'\n", sub,
-			CRED_NAME_MAX);
-		return -1;
-	}
-	snprintf(sub, sizeof(sub), "%s.host", where);
-	if (!host) {
-		fprintf(stderr, "ward: error: %s: missing\n", sub);
-		return -1;
-	}
-	if (cred_host(host, sub) < 0)
-		return -1;
-	snprintf(sub, sizeof(sub), "%s.path_prefix", where);
-	if (prefix && !path_prefix_ok(prefix)) {
-		fprintf(stderr, "ward: error: %s: expected a path starting with '/', without spaces or control characters, at most %d bytes\n",
-			sub, CRED_PATH_MAX);
-		return -1;
-	}
-	if (!(r->name = strdup(name)) || !(r->host = strdup(host)) ||
-	    (prefix && !(r->path_prefix = strdup(prefix))))
-		return -1;
-	snprintf(sub, sizeof(sub), "%s.headers", where);
-	return cred_headers(r, json_object_get(o, "headers") ? json_object_get(o, "headers") : json_null(), sub);
-}
+ * checked by the service core's one parser (ward/egress.h), which never
+ * shows a header's value. */
 
 static int load_credentials(struct srv_config *c, json_t *a, const char *file)
 {
-	size_t i;
-	json_t *o;
-	char where[4200];
-	if (!json_is_array(a) || json_array_size(a) > CRED_MAX) {
-		fprintf(stderr, "ward: error: %s: egress_credentials: expected an array of at most %d rules\n",
-			file, CRED_MAX);
+	char field[4200];
+	struct ward_error err;
+	struct ward_egress_credential *rules;
+	size_t n;
+	ward_error_clear(&err);
+	snprintf(field, sizeof(field), "%s: egress_credentials", file);
+	if (ward_egress_credentials_from_json(a, field, &rules, &n, &err) < 0) {
+		fprintf(stderr, "ward: error: %s\n", err.message);
 		return -1;
 	}
-	struct ward_egress_credential *rules = calloc(json_array_size(a) + 1, sizeof(*rules));
-	if (!rules)
-		return -1;
 	release_egress_credentials(&c->core);
 	c->core.egress_credentials = rules;
-	json_array_foreach(a, i, o) {
-		snprintf(where, sizeof(where), "%s: egress_credentials[%zu]", file, i);
-		c->core.n_egress_credentials = i + 1;  /* released with what it holds so far */
-		if (cred_rule(&rules[i], o, where) < 0)
-			return -1;
-		for (size_t k = 0; k < i; k++)
-			if (strcmp(rules[k].name, rules[i].name) == 0) {
-				fprintf(stderr, "ward: error: %s.name: '%s' is also the name of rule %zu\n",
-					where, rules[i].name, k);
-				return -1;
-			}
-	}
+	c->core.n_egress_credentials = n;
 	return 0;
 }
 
