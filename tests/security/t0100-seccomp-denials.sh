@@ -12,7 +12,7 @@ OUT=$TEST_TMP/probe-all.out
 [ -x "$WARD_PROBE" ] || test_set_prereq_missing PROBE "no ward-probe at $WARD_PROBE"
 
 test_expect_success WARD,PROBE 'ward-probe all runs inside ward run' '
-	"$WARD" run --ro "$WARD_PROBE:/probe" -- /probe all </dev/null >"$OUT" 2>"$OUT.err"
+	"$WARD" run ${WARD_RUN_NET:+--net "$WARD_RUN_NET"} --ro "$WARD_PROBE:/probe" -- /probe all </dev/null >"$OUT" 2>"$OUT.err"
 	rc=$?
 	cat "$OUT.err"
 	[ $rc = 0 ] && [ -s "$OUT" ]
