@@ -1099,7 +1099,13 @@ static int run(char *const argv[])
 		int null = open("/dev/null", O_WRONLY);
 		dup2(null, 1);
 		dup2(null, 2);
-		execvp(argv[0], argv);
+		/* ip and nft live in sbin, which an unprivileged PATH lacks */
+		static const char *const dirs[] = { "/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/" };
+		char path[256];
+		for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+			snprintf(path, sizeof(path), "%s%s", dirs[i], argv[0]);
+			execv(path, argv);
+		}
 		_exit(127);
 	}
 	int st = 0;
