@@ -796,7 +796,7 @@ static int relay_loop(struct conn *k, unsigned char *buf, bool check, bool *coun
 	return 0;
 }
 
-/* Copies both ways until both sides closed, a limit, idleness or a
+/* Relays both ways until both sides closed, a limit, idleness or a
  * refused ClientHello. check: look at the program's first bytes first. */
 static int relay(struct conn *k, unsigned char *buf, bool check, bool *counted)
 {
