@@ -8,9 +8,11 @@
  * is the address connected to. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/netfilter_ipv4.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,7 @@
 #define IP6T_SO_ORIGINAL_DST 80
 #endif
 
-enum { RELAY_BUF = 64 * 1024, MAX_RULES = 32 };
+enum { RELAY_BUF = 64 * 1024, RELAY_PIPE = 256 * 1024, MAX_RULES = 32 };
 
 enum via { VIA_TRANSPARENT, VIA_CONNECT, VIA_HTTP, VIA_SOCKS5 };
 static const char *const via_name[] = { "transparent", "connect", "http", "socks5" };
@@ -629,23 +631,139 @@ static int read_inner_head(struct conn *k)
 	return 0;
 }
 
-/* Copies both ways until both sides closed, a limit, idleness or a
- * refused ClientHello. check: look at the program's first bytes first. */
-static int relay(struct conn *k, unsigned char *buf, bool check, bool *counted)
+/* The relay moves bytes with splice(2), socket to pipe to socket, never
+ * through this process: a pipe per direction, made once per connection,
+ * RELAY_PIPE bytes if the pipe limits allow (the default otherwise), and
+ * drained before the next read, so it holds at most one step's bytes.
+ * Without pipes, or on sockets that take no splice, the bytes are copied
+ * through buf, RELAY_BUF at a time. Either way a step's bytes are counted
+ * before any of them goes on: refused, they are dropped with the pipe. */
+struct pipes {
+	int fd[2][2];               /* [direction][read end, write end]; -1: copying */
+	size_t cap[2];
+};
+
+/* What one step did, or a negative errno: a limit, the connection ends. */
+enum step { STEP_ON, STEP_EOF, STEP_FAIL, STEP_STOP };
+
+static void pipes_close(struct pipes *pp)
+{
+	for (int d = 0; d < 2; d++)
+		for (int j = 0; j < 2; j++) {
+			if (pp->fd[d][j] >= 0)
+				close(pp->fd[d][j]);
+			pp->fd[d][j] = -1;
+		}
+}
+
+static void pipes_open(struct pipes *pp)
+{
+	memset(pp->fd, -1, sizeof(pp->fd));
+	for (int d = 0; d < 2; d++) {
+		if (pipe2(pp->fd[d], O_CLOEXEC | O_NONBLOCK) < 0) {
+			pipes_close(pp);
+			return;
+		}
+		/* refused past /proc/sys/fs/pipe-max-size or the user's pipe
+		 * pages: the pipe keeps its size */
+		(void)fcntl(pp->fd[d][1], F_SETPIPE_SZ, RELAY_PIPE);
+		int size = fcntl(pp->fd[d][1], F_GETPIPE_SZ);
+		pp->cap[d] = size > 0 ? (size_t)size : 4096;
+	}
+}
+
+/* splice(2) into a socket has no MSG_NOSIGNAL: a peer that went away
+ * raises SIGPIPE, fatal to a process that does not ignore it. Blocked on
+ * this thread while relaying; one our splices left pending is taken
+ * before unblocking. */
+struct sigpipe_guard {
+	sigset_t old;
+	bool was_pending;
+};
+
+static void sigpipe_block(struct sigpipe_guard *g)
+{
+	sigset_t set, pending;
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	sigpending(&pending);
+	g->was_pending = sigismember(&pending, SIGPIPE) == 1;
+	pthread_sigmask(SIG_BLOCK, &set, &g->old);
+}
+
+static void sigpipe_restore(const struct sigpipe_guard *g)
+{
+	static const struct timespec zero = { 0, 0 };
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	if (!g->was_pending && sigismember(&g->old, SIGPIPE) != 1)
+		while (sigtimedwait(&set, NULL, &zero) == SIGPIPE)
+			;
+	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/* Copies what side i has to the other side through buf. */
+static int step_copy(struct conn *k, int i, const int fds[2], unsigned char *buf)
+{
+	ssize_t r = read_some(fds[i], buf, RELAY_BUF, 0, 0);
+	if (r == -ETIMEDOUT)
+		return STEP_ON;
+	if (r <= 0)
+		return r == 0 ? STEP_EOF : STEP_FAIL;
+	int rc = count(k, i == 0, (size_t)r);
+	if (rc < 0)
+		return rc;
+	return write_all(fds[1 - i], buf, (size_t)r, EGRESS_IDLE_MS) < 0 ? STEP_STOP : STEP_ON;
+}
+
+/* Empties pipe i into fd, n bytes, with the write timeout of write_all. */
+static int pipe_drain(struct pipes *pp, int i, int fd, size_t n)
+{
+	while (n) {
+		ssize_t w = splice(pp->fd[i][0], NULL, fd, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (w > 0) {
+			n -= (size_t)w;
+			continue;
+		}
+		if (w == 0 || (errno != EAGAIN && errno != EINTR))
+			return w == 0 ? -EPIPE : -errno;
+		int rc = wait_fd(fd, POLLOUT, EGRESS_IDLE_MS);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Splices what side i has into its pipe, counts it, then splices it out
+ * to the other side. A socket that takes no splice (EINVAL, or ENOSYS)
+ * turns the connection to copying; the pipes are empty then. */
+static int step_splice(struct conn *k, struct pipes *pp, int i, const int fds[2],
+		       unsigned char *buf)
+{
+	ssize_t r = splice(fds[i], NULL, pp->fd[i][1], NULL, pp->cap[i],
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return STEP_ON;
+	if (r < 0 && (errno == EINVAL || errno == ENOSYS)) {
+		pipes_close(pp);
+		return step_copy(k, i, fds, buf);
+	}
+	if (r <= 0)
+		return r == 0 ? STEP_EOF : STEP_FAIL;
+	int rc = count(k, i == 0, (size_t)r);
+	if (rc < 0)
+		return rc;
+	return pipe_drain(pp, i, fds[1 - i], (size_t)r) < 0 ? STEP_STOP : STEP_ON;
+}
+
+/* Both ways until both sides closed (each end passed on as a half-close),
+ * a limit, idleness, a failed write or a refused ClientHello. */
+static int relay_loop(struct conn *k, unsigned char *buf, bool check, bool *counted,
+		      struct pipes *pp)
 {
 	int fds[2] = { k->c->fd, k->c->up };
 	bool open[2] = { true, true };
-	if (k->head_len) {      /* bytes the program sent after CONNECT */
-		if (check && hello_check(k, buf, EGRESS_HELLO_MAX) < 0)
-			return -EACCES;
-		check = false;
-		int rc = count(k, true, k->head_len);
-		if (rc < 0)
-			return rc;
-		if (write_all(k->c->up, k->head, k->head_len, EGRESS_IDLE_MS) < 0)
-			return -EPIPE;
-		k->head_len = 0;
-	}
 	while (open[0] || open[1]) {
 		struct pollfd p[2] = { { fds[0], open[0] ? POLLIN : 0, 0 },
 				       { fds[1], open[1] ? POLLIN : 0, 0 } };
@@ -663,23 +781,44 @@ static int relay(struct conn *k, unsigned char *buf, bool check, bool *counted)
 				check = false;
 			}
 			mark_allowed(k, counted);
-			ssize_t r = read_some(fds[i], buf, RELAY_BUF, 0, 0);
-			if (r == -ETIMEDOUT)
-				continue;
-			if (r <= 0) {
+			int s = pp->fd[0][0] >= 0 ? step_splice(k, pp, i, fds, buf)
+						  : step_copy(k, i, fds, buf);
+			if (s < 0)
+				return s;
+			if (s == STEP_EOF || s == STEP_FAIL) {
 				open[i] = false;
 				shutdown(fds[1 - i], SHUT_WR);
-				if (r < 0)
-					return 0;
-				continue;
 			}
-			if ((rc = count(k, i == 0, (size_t)r)) < 0)
-				return rc;
-			if (write_all(fds[1 - i], buf, (size_t)r, EGRESS_IDLE_MS) < 0)
+			if (s == STEP_FAIL || s == STEP_STOP)
 				return 0;
 		}
 	}
 	return 0;
+}
+
+/* Relays both ways until both sides closed, a limit, idleness or a
+ * refused ClientHello. check: look at the program's first bytes first. */
+static int relay(struct conn *k, unsigned char *buf, bool check, bool *counted)
+{
+	if (k->head_len) {      /* bytes the program sent after CONNECT */
+		if (check && hello_check(k, buf, EGRESS_HELLO_MAX) < 0)
+			return -EACCES;
+		check = false;
+		int rc = count(k, true, k->head_len);
+		if (rc < 0)
+			return rc;
+		if (write_all(k->c->up, k->head, k->head_len, EGRESS_IDLE_MS) < 0)
+			return -EPIPE;
+		k->head_len = 0;
+	}
+	struct pipes pp;
+	struct sigpipe_guard g;
+	pipes_open(&pp);
+	sigpipe_block(&g);
+	int rc = relay_loop(k, buf, check, counted, &pp);
+	sigpipe_restore(&g);
+	pipes_close(&pp);
+	return rc;
 }
 
 static void collect_rules(struct conn *k)

@@ -46,6 +46,19 @@ struct served {
 	int fd;
 };
 
+/* MSG_NOSIGNAL: a proxy that hung up must not end this process */
+static bool send_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w <= 0)
+			return false;
+		p += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
 static void *serve_one(void *arg)
 {
 	struct served *sv = arg;
@@ -58,12 +71,18 @@ static void *serve_one(void *arg)
 		pthread_mutex_lock(&u->lock);
 		ward_strlcpy(u->last, buf, sizeof(u->last));
 		pthread_mutex_unlock(&u->lock);
-		if (strncmp(buf, "BIG", 3) == 0) {
+		if (strncmp(buf, "BIG", 3) == 0 || strncmp(buf, "FLOOD", 5) == 0) {
+			/* 1 MiB, or until the proxy stops taking it (256 MiB at most) */
 			static char big[65536];
 			memset(big, 'x', sizeof(big));
-			for (int i = 0; i < 16; i++)
-				if (write(sv->fd, big, sizeof(big)) < 0)
+			for (int i = 0; i < (buf[0] == 'B' ? 16 : 4096); i++)
+				if (!send_all(sv->fd, big, sizeof(big)))
 					break;
+		} else if (strncmp(buf, "ECHO\n", 5) == 0) {
+			/* everything after the word back, until the end */
+			bool up = send_all(sv->fd, buf + 5, (size_t)n - 5);
+			while (up && (n = read(sv->fd, buf, sizeof(buf))) > 0)
+				up = send_all(sv->fd, buf, (size_t)n);
 		} else if (strncmp(buf, "GET ", 4) == 0) {
 			char r[128];
 			int l = snprintf(r, sizeof(r), "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n%c\n", u->tag);
@@ -721,6 +740,164 @@ static void test_limits_and_usage(void)
 	box_detach(&b);
 }
 
+/* Large transfers ---------------------------------------------------------------- */
+
+/* Byte i of a long stream: a byte lost, repeated or moved anywhere shows. */
+static unsigned char stream_byte(uint64_t i)
+{
+	uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull;
+	return (unsigned char)((x ^ (x >> 29)) >> 40);
+}
+
+/* Sends total bytes of the stream on fd (then a half-close) while reading
+ * the echo and comparing it; returns the bytes that came back, bad the
+ * ones that differ, eof whether the end came back too. */
+static size_t echo_stream(int fd, size_t total, size_t *bad, bool *eof)
+{
+	static unsigned char out[65536], in[65536];
+	size_t sent = 0, got = 0;
+	*bad = 0;
+	*eof = false;
+	while (!*eof) {
+		struct pollfd p = { fd, (short)(POLLIN | (sent < total ? POLLOUT : 0)), 0 };
+		if (poll(&p, 1, 10000) <= 0)
+			break;
+		if (sent < total && (p.revents & POLLOUT)) {
+			size_t n = total - sent < sizeof(out) ? total - sent : sizeof(out);
+			for (size_t j = 0; j < n; j++)
+				out[j] = stream_byte(sent + j);
+			ssize_t w = send(fd, out, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (w < 0 && errno != EAGAIN)
+				break;
+			sent += w > 0 ? (size_t)w : 0;
+			if (sent == total)
+				shutdown(fd, SHUT_WR);
+		}
+		if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+			ssize_t r = recv(fd, in, sizeof(in), MSG_DONTWAIT);
+			if (r < 0 && errno != EAGAIN)
+				break;
+			*eof = r == 0;
+			for (ssize_t j = 0; j < r; j++)
+				*bad += in[j] != stream_byte(got + (size_t)j);
+			got += r > 0 ? (size_t)r : 0;
+		}
+	}
+	return got;
+}
+
+/* Reads until the end or a reset, at most 10 s; returns the bytes. */
+static size_t drain(int fd, bool *all_x)
+{
+	static char in[65536];
+	size_t got = 0;
+	*all_x = true;
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		if (poll(&p, 1, 10000) <= 0)
+			return got;
+		ssize_t r = read(fd, in, sizeof(in));
+		if (r <= 0)
+			return got;
+		for (ssize_t j = 0; j < r; j++)
+			*all_x = *all_x && in[j] == 'x';
+		got += (size_t)r;
+	}
+}
+
+static uint64_t usage_in(struct box *b)
+{
+	struct ward_net_usage u;
+	ward_egress_usage(b->s, &u);
+	return u.bytes_in;
+}
+
+/* The relay moves large transfers exactly: content, ends, counts and
+ * limits as for small ones; a sandbox detached in the middle of one
+ * ends it without a signal reaching the process. */
+static void test_large(void)
+{
+	enum { TOTAL = 8 << 20, LIMIT = 300000 };
+	struct box b;
+	char t[64], buf[512];
+	snprintf(t, sizeof(t), "allowed.test:%u", UP);
+	box_attach(&b, "allowed.test:%u", NULL, 8, 0, 0);
+	int fd = connect_via(&b, t, buf, sizeof(buf));
+	size_t bad = 0, got = 0;
+	bool eof = false;
+	if (fd >= 0) {
+		send_str(fd, "ECHO\n");
+		got = echo_stream(fd, TOTAL, &bad, &eof);
+		close(fd);
+	}
+	ok(got == TOTAL && bad == 0, "8 MiB through a tunnel and back, byte-exact (%zu bytes, %zu differ)",
+	   got, bad);
+	ok(eof, "each end is passed on: the upstream saw ours, we saw its");
+	struct ward_net_usage u;
+	for (int i = 0; i < 500; i++) {
+		ward_egress_usage(b.s, &u);
+		if (u.bytes_in >= TOTAL)
+			break;
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+	}
+	ok(u.bytes_out == TOTAL + 5 && u.bytes_in == TOTAL, "every byte counted once (out %llu, in %llu)",
+	   (unsigned long long)u.bytes_out, (unsigned long long)u.bytes_in);
+	box_detach(&b);
+
+	/* bytes_in met in the middle of a 1 MiB download */
+	box_attach(&b, "allowed.test:%u", NULL, 8, 0, LIMIT);
+	bool all_x = false;
+	got = 0;
+	if ((fd = connect_via(&b, t, buf, sizeof(buf))) >= 0) {
+		send_str(fd, "BIG\n");
+		got = drain(fd, &all_x);
+		close(fd);
+	}
+	ward_egress_usage(b.s, &u);
+	ok(got > 0 && got <= LIMIT && all_x, "a 1 MiB download stops at bytes_in %d (%zu bytes came)",
+	   LIMIT, got);
+	ok(u.bytes_in <= LIMIT, "no more than %d bytes counted in (%llu)", LIMIT,
+	   (unsigned long long)u.bytes_in);
+	ok(last_reason(&b, "bytes_in limit reached (300000)"), "... bytes_in limit reached (300000)");
+	box_detach(&b);
+
+	/* detached while the relay waits to write to a program that stopped reading */
+	box_attach(&b, "allowed.test:%u", NULL, 8, 0, 0);
+	int small = 4096;
+	fd = connect_via(&b, t, buf, sizeof(buf));
+	if (fd >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+		send_str(fd, "FLOOD\n");
+	}
+	uint64_t last = 0;
+	for (int i = 0, same = 0; i < 500 && same < 5; i++) {   /* until bytes_in stands still */
+		struct timespec ts = { 0, 20000000 };
+		nanosleep(&ts, NULL);
+		uint64_t now = usage_in(&b);
+		same = now > 0 && now == last ? same + 1 : 0;
+		last = now;
+	}
+	size_t before = n_events;
+	ward_egress_detach(b.s);
+	got = fd >= 0 ? drain(fd, &all_x) : 0;
+	const struct seen *end = NULL;
+	for (int i = 0; i < 500 && !end; i++) {
+		pthread_mutex_lock(&ev_lock);
+		for (size_t j = before; j < n_events && !end; j++)
+			if (events[j].end && strcmp(events[j].host, "allowed.test") == 0)
+				end = &events[j];
+		pthread_mutex_unlock(&ev_lock);
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+	}
+	ok(last > 0 && end, "detached mid-transfer (%llu bytes in): the relay ends, the process lives on",
+	   (unsigned long long)last);
+	if (fd >= 0)
+		close(fd);
+	close(b.dns);
+}
+
 static const struct seen *find_event(const char *host, bool end)
 {
 	for (size_t i = n_events; i-- > 0;)
@@ -1303,6 +1480,7 @@ int main(void)
 	test_http_forward_head();
 	test_socks_dns();
 	test_limits_and_usage();
+	test_large();
 	test_events_update();
 	test_rebinding(dns_port, UB.fd >= 0);
 	test_transparent();
