@@ -342,56 +342,9 @@ static int fill_verdict(struct ward_sandbox *r, struct ward_verdict *v, struct w
 
 /* ---- egress: the options' part, kept until the init's listeners come ---- */
 
-static void creds_free(struct ward_egress_credential *c, size_t n)
-{
-	for (size_t i = 0; c && i < n; i++) {
-		free(c[i].name);
-		free(c[i].host);
-		free(c[i].path_prefix);
-		for (size_t j = 0; j < c[i].n_headers; j++) {
-			/* the values are secrets: not left in freed memory */
-			if (c[i].headers[j])
-				explicit_bzero(c[i].headers[j], strlen(c[i].headers[j]));
-			free(c[i].headers[j]);
-		}
-		free(c[i].headers);
-	}
-	free(c);
-}
-
-static char *dup_or_null(const char *s, bool *ok)
-{
-	char *d = s ? strdup(s) : NULL;
-	if (s && !d)
-		*ok = false;
-	return d;
-}
-
-static int creds_copy(struct ward_sandbox *r, const struct ward_egress_credential *c, size_t n)
-{
-	bool ok = true;
-	r->creds = n ? calloc(n, sizeof(*r->creds)) : NULL;
-	if (n && !r->creds)
-		return -ENOMEM;
-	for (size_t i = 0; ok && i < n; i++) {
-		struct ward_egress_credential *d = &r->creds[i];
-		r->n_creds++;
-		d->name = dup_or_null(c[i].name, &ok);
-		d->host = dup_or_null(c[i].host, &ok);
-		d->path_prefix = dup_or_null(c[i].path_prefix, &ok);
-		d->headers = c[i].n_headers ? calloc(c[i].n_headers, sizeof(char *)) : NULL;
-		ok = ok && (d->headers || !c[i].n_headers);
-		for (size_t j = 0; ok && j < c[i].n_headers; j++) {
-			d->n_headers++;
-			d->headers[j] = dup_or_null(c[i].headers[j], &ok);
-		}
-	}
-	return ok ? 0 : -ENOMEM;
-}
-
 static void egress_release(struct ward_sandbox *r)
 {
-	creds_free(r->creds, r->n_creds);
+	ward_egress_credentials_free(r->creds, r->n_creds);
 	r->creds = NULL;
 	r->n_creds = 0;
 	free(r->tenant);
@@ -412,8 +365,10 @@ static int egress_prepare(struct ward_sandbox *r, const struct ward_policy *poli
 				      "network.mode allowlist needs an egress proxy");
 	r->egress = o->egress;
 	r->tenant = strdup(o->tenant ? o->tenant : "");
-	if (!r->tenant || creds_copy(r, o->credentials, o->n_credentials) < 0)
+	if (!r->tenant ||
+	    ward_egress_credentials_copy(o->credentials, o->n_credentials, &r->creds) < 0)
 		return ward_error_set(err, ENOMEM, "net", "out of memory");
+	r->n_creds = o->n_credentials;
 	const char *bundle = ward_egress_ca_bundle(o->egress);
 	if (!bundle)
 		return 0;

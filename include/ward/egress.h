@@ -158,6 +158,9 @@ int ward_egress_credentials_from_json(struct json_t *v, const char *field,
 				      struct ward_egress_credential **out, size_t *n_out,
 				      struct ward_error *err);
 void ward_egress_credentials_free(struct ward_egress_credential *c, size_t n);
+/* A deep copy of n rules into *out (NULL when n is 0). 0 or -ENOMEM. */
+int ward_egress_credentials_copy(const struct ward_egress_credential *src, size_t n,
+				 struct ward_egress_credential **out);
 
 /* The process-wide counters, for /metrics. */
 struct ward_egress_stats {

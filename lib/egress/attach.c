@@ -322,7 +322,7 @@ static int parse_config(struct ward_egress *e, const struct ward_egress_config *
 				      cfg->ca_file);
 	if ((cfg->ca_file && !(e->ca_file = strdup(cfg->ca_file)))
 	    || (cfg->state_dir && !(e->state_dir = strdup(cfg->state_dir)))
-	    || egress_creds_copy(cfg->credentials, cfg->n_credentials, &e->creds) < 0)
+	    || ward_egress_credentials_copy(cfg->credentials, cfg->n_credentials, &e->creds) < 0)
 		return ward_error_set(err, ENOMEM, "egress", "out of memory");
 	e->n_creds = cfg->n_credentials;
 	e->max_connections = cfg->max_connections ? cfg->max_connections : DEFAULT_MAX_CONNECTIONS;
@@ -451,7 +451,7 @@ static int sandbox_new(struct ward_egress *e, const char *id, const char *tenant
 	s->tenant = strdup(tenant ? tenant : "");
 	s->net = egress_net_new(net);
 	*out = s;
-	if (!s->id || !s->tenant || !s->net || egress_creds_copy(creds, n_creds, &s->creds) < 0)
+	if (!s->id || !s->tenant || !s->net || ward_egress_credentials_copy(creds, n_creds, &s->creds) < 0)
 		return -ENOMEM;
 	s->n_creds = n_creds;
 	s->usage.present = true;

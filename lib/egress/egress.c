@@ -98,13 +98,13 @@ struct egress_net *egress_net_get(struct ward_egress_sandbox *s)
 
 /* Credentials -------------------------------------------------------------- */
 
-void egress_creds_free(struct ward_egress_credential *c, size_t n)
+WARD_EXPORT void ward_egress_credentials_free(struct ward_egress_credential *c, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; c && i < n; i++) {
 		free(c[i].name);
 		free(c[i].host);
 		free(c[i].path_prefix);
-		for (size_t j = 0; j < c[i].n_headers; j++) {
+		for (size_t j = 0; c[i].headers && j < c[i].n_headers; j++) {
 			if (c[i].headers[j])   /* the secret does not outlive its rule */
 				explicit_bzero(c[i].headers[j], strlen(c[i].headers[j]));
 			free(c[i].headers[j]);
@@ -114,8 +114,8 @@ void egress_creds_free(struct ward_egress_credential *c, size_t n)
 	free(c);
 }
 
-int egress_creds_copy(const struct ward_egress_credential *src, size_t n,
-		      struct ward_egress_credential **out)
+WARD_EXPORT int ward_egress_credentials_copy(const struct ward_egress_credential *src, size_t n,
+					     struct ward_egress_credential **out)
 {
 	*out = NULL;
 	if (n == 0)
@@ -135,7 +135,7 @@ int egress_creds_copy(const struct ward_egress_credential *src, size_t n,
 			c[i].n_headers = j + 1;
 		}
 		if (!ok) {
-			egress_creds_free(c, i + 1);
+			ward_egress_credentials_free(c, i + 1);
 			return -ENOMEM;
 		}
 	}
@@ -232,7 +232,7 @@ void egress_put(struct ward_egress *e)
 	free(e->dns_csv);
 	free(e->ca_file);
 	free(e->state_dir);
-	egress_creds_free(e->creds, e->n_creds);
+	ward_egress_credentials_free(e->creds, e->n_creds);
 	if (e->tls)
 		egress_tls_free(e->tls);
 	if (e->epfd >= 0)
@@ -249,7 +249,7 @@ void egress_sandbox_put(struct ward_egress_sandbox *s)
 		return;
 	struct ward_egress *e = s->e;
 	egress_net_put(s->net);
-	egress_creds_free(s->creds, s->n_creds);
+	ward_egress_credentials_free(s->creds, s->n_creds);
 	egress_fake_release(&s->fake);
 	pthread_mutex_destroy(&s->lock);
 	free(s->id);

@@ -202,9 +202,6 @@ void egress_sandbox_put(struct ward_egress_sandbox *s);
 void egress_put(struct ward_egress *e);
 
 struct egress_net *egress_net_new(const struct ward_net_policy *p);
-int egress_creds_copy(const struct ward_egress_credential *src, size_t n,
-		      struct ward_egress_credential **out);
-void egress_creds_free(struct ward_egress_credential *c, size_t n);
 
 /* The allow/deny matcher (ward_net_rule_match semantics). */
 bool egress_rule_match(const struct ward_net_rule *r, const char *name,

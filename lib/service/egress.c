@@ -357,26 +357,6 @@ static int cred_rule(struct ward_egress_credential *r, json_t *o, const char *wh
 }
 
 
-static void cred_free(struct ward_egress_credential *c, size_t n)
-{
-	for (size_t i = 0; c && i < n; i++) {
-		free(c[i].name);
-		free(c[i].host);
-		free(c[i].path_prefix);
-		for (size_t j = 0; c[i].headers && j < c[i].n_headers; j++) {
-			sodium_memzero(c[i].headers[j], strlen(c[i].headers[j]));
-			free(c[i].headers[j]);
-		}
-		free(c[i].headers);
-	}
-}
-
-void ward_egress_credentials_free(struct ward_egress_credential *c, size_t n)
-{
-	cred_free(c, n);
-	free(c);
-}
-
 int ward_egress_credentials_from_json(json_t *v, const char *field,
 				      struct ward_egress_credential **out, size_t *n_out,
 				      struct ward_error *err)

@@ -53,18 +53,9 @@ void ward_service_config_release(struct ward_service_config *c)
 	free_strv(c->egress_allow_private, c->n_egress_allow_private);
 	free_strv(c->egress_dns, c->n_egress_dns);
 	free((void *)(uintptr_t)c->egress_ca);
-	for (size_t i = 0; c->egress_credentials && i < c->n_egress_credentials; i++) {
-		struct ward_egress_credential *r =
-			(struct ward_egress_credential *)(uintptr_t)&c->egress_credentials[i];
-		free(r->name);
-		free(r->host);
-		free(r->path_prefix);
-		for (size_t k = 0; r->headers && k < r->n_headers; k++)
-			if (r->headers[k])
-				explicit_bzero(r->headers[k], strlen(r->headers[k])); /* a secret */
-		free_strv((const char *const *)r->headers, r->n_headers);
-	}
-	free((void *)(uintptr_t)c->egress_credentials);
+	/* the header values are wiped before they are freed */
+	ward_egress_credentials_free((struct ward_egress_credential *)(uintptr_t)c->egress_credentials,
+				     c->n_egress_credentials);
 	free(c->keys_file);
 	free(c->audit_log);
 	free(c->policy_file);
