@@ -502,25 +502,6 @@ int wp_net_json_apply(struct wp_json_ctx *c, const char *path, json_t *obj)
 	return r;
 }
 
-WARD_EXPORT int ward_net_policy_from_json(struct ward_net_policy *out, const char *buf,
-					  size_t len, const char *source,
-					  struct ward_error *err)
-{
-	struct wp_json_ctx c = { .source = source ? source : "network", .err = err };
-	int r;
-	wp_net_init(out);
-	json_t *root = wp_json_parse(&c, buf ? buf : "", buf ? len : 0, &r);
-	if (!root)
-		return r;
-	r = net_json_onto(&c, "network", root, out);
-	if (r == 0)
-		r = wp_net_validate(out, c.source, err);
-	if (r < 0)
-		ward_net_policy_release(out);
-	json_decref(root);
-	return r;
-}
-
 WARD_EXPORT int ward_net_policy_apply_json(struct ward_net_policy *n, const char *buf,
 					   size_t len, const char *source,
 					   struct ward_error *err)
@@ -544,6 +525,15 @@ WARD_EXPORT int ward_net_policy_apply_json(struct ward_net_policy *n, const char
 	ward_net_policy_release(n);
 	*n = copy;
 	return 0;
+}
+
+/* A network object alone: the defaults, with the document applied. */
+WARD_EXPORT int ward_net_policy_from_json(struct ward_net_policy *out, const char *buf,
+					  size_t len, const char *source,
+					  struct ward_error *err)
+{
+	wp_net_init(out);
+	return ward_net_policy_apply_json(out, buf, len, source, err);
 }
 
 static json_t *rules_json(const struct ward_net_rule *list, size_t n, bool *ok)
