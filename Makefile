@@ -34,6 +34,7 @@ run: build
 	  echo "(exit status $$?)"
 
 check: build
+	@tests/npm/install.sh
 	@tests/run.sh $(BUILD)
 
 bench: build

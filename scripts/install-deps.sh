@@ -3,8 +3,8 @@
 # test and benchmark, only those that are missing. Needs root to install.
 set -eu
 pkgs="meson ninja-build pkg-config gcc clang libc6-dev libseccomp-dev libjansson-dev
-libsodium-dev libmicrohttpd-dev libssl-dev libc-ares-dev libhttp-parser-dev libnftnl-dev libmnl-dev
-openssl git nftables python3-requests python3 python3-numpy python3-pandas python3-matplotlib python3-pip
+libsodium-dev libmicrohttpd-dev libssl-dev libc-ares-dev libhttp-parser-dev libnftnl-dev libmnl-dev libcurl4-openssl-dev
+openssl git nftables python3-requests python3 python3-numpy python3-pandas python3-matplotlib python3-pip python3-venv
 nodejs bubblewrap util-linux procps libclang-rt-14-dev curl hyperfine"
 missing=
 for p in $pkgs; do
