@@ -141,9 +141,15 @@ class Kernel:
         status = "error"
         self.ch.set_busy(True)
         try:
+            names = content.get("globals")
             if not isinstance(code, str):
                 self.protocol_error("execute_request: content.code must be a string")
+            elif not globals_ok(names):
+                self.protocol_error("execute_request: content.globals must be an object whose "
+                                    "keys are identifiers")
             else:
+                if names:            # before the code, outside it: no line of the cell moves
+                    self.ns.update(names)
                 self.count += 1
                 self.add_user_site()
                 self.running = True
@@ -381,13 +387,17 @@ class Kernel:
         from _ward_kernel.errors import human_size
         code, filename = content.get("code"), content.get("filename") or "tool.py"
         function, args = content.get("function"), content.get("args")
+        names = content.get("globals")
         try:
             if not (isinstance(code, str) and isinstance(filename, str) and isinstance(function, str)):
                 raise CallError("ProtocolError", "call_request: content.code, content.filename "
                                 "and content.function must be strings")
+            if not globals_ok(names):
+                raise CallError("ProtocolError", "call_request: content.globals must be an object "
+                                "whose keys are identifiers")
             self.add_user_site()
             self.running = True
-            value = call_value(self, code, filename, function, args)
+            value = call_value(self, code, filename, function, args, names)
         except CallError as e:
             return self.call_error({"ename": e.ename, "evalue": e.evalue, "traceback": []})
         except BaseException as e:
@@ -408,6 +418,13 @@ class Kernel:
 
     def call_error(self, error):
         self.ch.message("call_reply", {"status": "error", "error": error})
+
+
+def globals_ok(names):
+    """A request's globals: absent, or an object whose keys are identifiers
+    that are not the interpreter's own __dunder__ names."""
+    return names is None or isinstance(names, dict) and all(
+        k.isidentifier() and not (k.startswith("__") and k.endswith("__")) for k in names)
 
 
 class ImportHooks:
