@@ -211,7 +211,7 @@ void exec_account(struct ward_execution *ex, size_t held);
 void exec_stream_release(struct ward_execution *ex);
 
 /* Session-backed executions (exec-session.c). */
-enum exec_kind { EXK_ONESHOT, EXK_EXECUTE, EXK_COMMAND };
+enum exec_kind { EXK_ONESHOT, EXK_EXECUTE, EXK_CALL, EXK_COMMAND };
 struct ward_execution *exec_new_in_session(struct ward_service *s, struct session *sess,
 				      const struct ward_key_info *key, enum exec_kind kind,
 				      const char *lang, const char *context,

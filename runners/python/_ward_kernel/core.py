@@ -234,8 +234,7 @@ class Kernel:
 
     def report(self, e, filename):
         if isinstance(e, KeyboardInterrupt) and self.deadline:
-            import time
-            if time.monotonic() >= self.deadline[0] - 0.005:
+            if timed_out(self.deadline):
                 self.ch.message("error", self.errors().timeout(e, filename, self.deadline[1]))
                 return "error"
         self.ch.message("error", self.errors().content(e, filename))
@@ -388,6 +387,8 @@ class Kernel:
         code, filename = content.get("code"), content.get("filename") or "tool.py"
         function, args = content.get("function"), content.get("args")
         names = content.get("globals")
+        deadline, ms = content.get("deadline"), content.get("timeout_ms")
+        self.deadline = (deadline, ms) if type(deadline) in (int, float) and type(ms) is int else None
         try:
             if not (isinstance(code, str) and isinstance(filename, str) and isinstance(function, str)):
                 raise CallError("ProtocolError", "call_request: content.code, content.filename "
@@ -401,6 +402,8 @@ class Kernel:
         except CallError as e:
             return self.call_error({"ename": e.ename, "evalue": e.evalue, "traceback": []})
         except BaseException as e:
+            if isinstance(e, KeyboardInterrupt) and self.deadline and timed_out(self.deadline):
+                return self.call_error(self.errors().timeout(e, filename, self.deadline[1]))
             return self.call_error(self.errors().content(e, filename))
         finally:
             self.running = False
@@ -418,6 +421,12 @@ class Kernel:
 
     def call_error(self, error):
         self.ch.message("call_reply", {"status": "error", "error": error})
+
+
+def timed_out(deadline):
+    """An interrupt at or past a session call's deadline is its timeout."""
+    import time
+    return time.monotonic() >= deadline[0] - 0.005
 
 
 def globals_ok(names):
