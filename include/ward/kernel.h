@@ -148,11 +148,18 @@ struct ward_artifact_limits {
 	uint64_t max_file;   /* bytes; larger files are listed but not copied */
 	uint64_t max_total;  /* bytes copied in all */
 	uint32_t max_count;  /* files listed */
+	/* Contents inline: each listed file whose bytes fit what is left of
+	 * max_inline (in all) gets "content" (base64); one that does not is
+	 * listed without it and reported in *skipped. */
+	bool inline_content;
+	uint64_t max_inline;
 };
 
 /* Lists files created or changed under /workspace (path, size, sha256, MIME
  * type; inputs put there unchanged are left out) into *list (a new JSON
- * array); with copy_to, copies them there — never following a symlink out
+ * array); with lim->inline_content, their bytes too, read through the same
+ * fd that hashes them (memory: at most lim->max_inline bytes, and their
+ * base64); with copy_to, copies them there — never following a symlink out
  * of the workspace, never copying special files, within the limits. Hits of
  * a limit are reported in *skipped (a new JSON array of {path, reason}). */
 int ward_kernel_artifacts(struct ward_kernel *k, const char *copy_to,
