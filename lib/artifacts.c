@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "artifacts.h"
 #include "base/util.h"
 #include "kernel-internal.h"
 #include "workspace.h"
@@ -74,8 +75,14 @@ struct scan {
 	uint64_t copied_total;
 	uint64_t read_total;     /* bytes hashed (and copied), at most lim->max_total */
 	uint64_t inline_left;    /* bytes of contents that may still go inline */
+	const struct timespec *since; /* only files whose status changed since, or NULL */
 	unsigned entries;
 };
+
+static bool older(const struct timespec *t, const struct timespec *since)
+{
+	return t->tv_sec < since->tv_sec || (t->tv_sec == since->tv_sec && t->tv_nsec < since->tv_nsec);
+}
 
 json_t *ward_workspace_name_json(const char *rel, bool *escaped)
 {
@@ -310,6 +317,8 @@ static void walk(struct scan *s, int dirfd, const char *prefix, int depth)
 			}
 			walk(s, sub, rel, depth + 1);
 			close(sub);
+		} else if (s->since && older(&st.st_ctim, s->since)) {
+			continue; /* not touched since: not this call's */
 		} else if (S_ISLNK(st.st_mode)) {
 			skip(s, rel, "symbolic link: never followed or copied");
 		} else if (!S_ISREG(st.st_mode)) {
@@ -373,6 +382,23 @@ static int open_destination(const char *path, struct ward_error *err)
 				      "symbolic link (ward never writes through one; give the real path)",
 				      path);
 	return ward_error_set(err, errno, "artifacts", "unable to open the destination '%s'", path);
+}
+
+int ward_artifacts_scan(int ws, const struct timespec *since,
+			const struct ward_artifact_limits *lim, json_t **list, json_t **skipped,
+			struct ward_error *err)
+{
+	struct scan s = { .lim = lim, .dest = -1, .list = json_array(), .skipped = json_array(),
+			  .since = since };
+	if (!s.list || !s.skipped) {
+		json_decref(s.list);
+		json_decref(s.skipped);
+		return ward_error_set(err, ENOMEM, "artifacts", "out of memory");
+	}
+	walk(&s, ws, "", 0);
+	*list = s.list;
+	*skipped = s.skipped;
+	return 0;
 }
 
 int ward_artifacts_collect(struct ward_sandbox *sb, const struct ward_kernel_input *inputs,

@@ -119,6 +119,8 @@ static void sess_on_message(json_t *m, void *ctx)
 			ward_sandbox_stats(session_sandbox(se), &after);
 			if (strcmp(type, "command_reply") != 0)
 				context_used(se, c);
+			if (exec_session_defer(fg, c, &se->before, &after))
+				return; /* its files are listed first (exec-session.c) */
 			se->fg = NULL;
 			exec_session_end(fg, c, NULL, &se->before, &after);
 			session_touch(se);

@@ -223,6 +223,13 @@ void exec_session_message(struct ward_execution *ex, json_t *m);
 void exec_session_end(struct ward_execution *ex, json_t *reply, const struct ward_verdict *dead,
 		      const struct ward_sandbox_stats *before,
 		      const struct ward_sandbox_stats *after);
+/* The reply of an execute or a call arrived: its files are listed on a
+ * worker and the call ends then (the session stays busy meanwhile); true
+ * when that was done, false when the caller ends it now (a command, or no
+ * worker to take it). */
+bool exec_session_defer(struct ward_execution *ex, json_t *reply,
+			const struct ward_sandbox_stats *before,
+			const struct ward_sandbox_stats *after);
 const char *exec_session_request(const struct ward_execution *ex);
 void exec_set_session_request(struct ward_execution *ex, const char *id);
 uint64_t exec_started_ns(const struct ward_execution *ex);
