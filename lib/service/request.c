@@ -312,6 +312,21 @@ int svc_parse_function(json_t *root, int lang, const char **function, json_t **a
 	return 0;
 }
 
+/* A python keyword is no name a program can use (keyword.kwlist). */
+static bool python_keyword(const char *k)
+{
+	static const char *const kw[] = {
+		"False", "None", "True", "and", "as", "assert", "async", "await", "break",
+		"class", "continue", "def", "del", "elif", "else", "except", "finally", "for",
+		"from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or",
+		"pass", "raise", "return", "try", "while", "with", "yield",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(kw); i++)
+		if (strcmp(k, kw[i]) == 0)
+			return true;
+	return false;
+}
+
 int svc_parse_globals(json_t *v, int lang, struct ward_service_error *e)
 {
 	if (!v)
@@ -327,12 +342,13 @@ int svc_parse_globals(json_t *v, int lang, struct ward_service_error *e)
 		size_t n = strlen(k);
 		/* dunder names are the interpreter's (__builtins__, __name__) */
 		bool dunder = n >= 4 && strncmp(k, "__", 2) == 0 && strcmp(k + n - 2, "__") == 0;
-		if (!ident_ok(k, n, lang == WARD_LANG_NODE) || n > MAX_GLOBAL_NAME || dunder) {
-			char field[64];
-			snprintf(field, sizeof(field), "globals.%.40s", k);
+		char field[64];
+		snprintf(field, sizeof(field), "globals.%.40s", k);
+		if (!ident_ok(k, n, lang == WARD_LANG_NODE) || n > MAX_GLOBAL_NAME || dunder)
 			return fail(e, field, "expected an identifier (letters, digits and '_', not "
 				    "starting with a digit, at most 128 bytes, not a __dunder__ name)");
-		}
+		if (lang == WARD_LANG_PYTHON && python_keyword(k))
+			return fail(e, field, "a python keyword cannot be a name");
 	}
 	char *txt = json_dumps(v, JSON_COMPACT);
 	size_t len = txt ? strlen(txt) : 0;

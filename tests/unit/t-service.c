@@ -110,6 +110,7 @@ static void call_refusals(struct ward_service *svc, const struct ward_key_info *
 		{ "{\"language\":\"python\",\"code\":\"\",\"globals\":{\"\":1}}", "globals.", "an empty name" },
 		{ "{\"language\":\"python\",\"code\":\"\",\"globals\":{\"__name__\":1}}", "globals.__name__", "a dunder" },
 		{ "{\"language\":\"python\",\"code\":\"\",\"globals\":{\"$x\":1}}", "globals.$x", "a '$' for python" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"globals\":{\"class\":1}}", "globals.class", "a python keyword" },
 		{ "{\"language\":\"bash\",\"code\":\"\",\"globals\":{\"a\":1}}", "globals", "bash" },
 		{ "{\"command\":[\"true\"],\"globals\":{\"a\":1}}", "globals", "a command" },
 		{ "{\"language\":\"python\",\"code\":\"\",\"artifacts\":true}", "artifacts", "not an object" },
