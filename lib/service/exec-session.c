@@ -301,6 +301,12 @@ bool exec_session_defer(struct ward_execution *ex, json_t *reply,
 	lj->before = *before;
 	lj->after = *after;
 	ward_execution_ref(ex);
+	if (ex->s->cfg.embedded) {
+		/* a program's own core (one client, no workers): here and now */
+		list_run(&lj->j);
+		list_done(ex->s, &lj->j);
+		return true;
+	}
 	if (svc_job_submit(ex->s, &lj->j) == 0)
 		return true;
 	/* every worker busy: the call ends now, its files unlisted (said so) */
