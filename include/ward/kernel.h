@@ -199,6 +199,13 @@ struct ward_sandbox *ward_kernel_sandbox(struct ward_kernel *k);
 int ward_kernel_begin(const struct ward_policy *policy, const struct ward_kernel_options *o,
 		      struct ward_kernel **out, struct ward_error *err);
 
+/* Names and values (a JSON object whose keys the caller checked) set in
+ * the program's namespace before the next submitted request's code runs:
+ * the next execute_request or call_request carries them as "globals"
+ * (runners/PROTOCOL.md), then they are forgotten. Takes a reference; NULL
+ * clears. */
+void ward_kernel_set_globals(struct ward_kernel *k, json_t *globals);
+
 /* Queues one execute_request and awaits its execute_reply; messages before
  * it go to cb. Returns 0, -EBUSY when a request is already awaited, -ECHILD
  * when the sandbox has ended, or -errno with err set. */

@@ -53,7 +53,7 @@ struct ward_execution *exec_new_in_session(struct ward_service *s, struct sessio
 
 void exec_session_message(struct ward_execution *ex, json_t *m)
 {
-	if (ex->kind == EXK_EXECUTE) {
+	if (ex->kind == EXK_EXECUTE || ex->kind == EXK_CALL) {
 		exec_on_message(m, ex);
 		return;
 	}
@@ -169,8 +169,11 @@ void exec_session_end(struct ward_execution *ex, json_t *reply, const struct war
 		session_status(ex, reply, before, after);
 	}
 	v->usage.wall_ms = (ward_now_ns() - ex->start_ns) / 1000000;
-	if (ex->kind == EXK_EXECUTE) {
-		ward_result_reply(&ex->out, reply);
+	if (ex->kind == EXK_EXECUTE || ex->kind == EXK_CALL) {
+		if (ex->kind == EXK_CALL)
+			ward_result_call_reply(&ex->out, reply);
+		else
+			ward_result_reply(&ex->out, reply);
 		ward_result_to_verdict(&ex->out, v);
 		if (!reply)
 			ex->out.code_failed = true;

@@ -293,6 +293,8 @@ static void collect_artifacts(struct ward_execution *ex)
 static int submit_next(struct ward_execution *ex, struct ward_error *err)
 {
 	struct exec_request *r = &ex->req;
+	if (ex->cell == 0 && r->globals) /* before the code, once */
+		ward_kernel_set_globals(ex->k, r->globals);
 	if (r->call_function)
 		return ward_kernel_submit_call(ex->k, r->call_source, r->call_filename,
 					       r->call_function, r->call_args, exec_on_message, ex,
