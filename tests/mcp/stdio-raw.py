@@ -183,6 +183,33 @@ def case_leak():
             expect(m.get("jsonrpc") == "2.0" and ("result" in m or "error" in m), "JSON-RPC only", line)
 
 
+def case_policy():
+    # --policy is the default policy: its limits hold, a request may only
+    # tighten them, and a bad file stops ward mcp naming the field
+    tmp = os.environ["WARD_MCP_TMP"]
+    pol = os.path.join(tmp, "..", "policy.json")
+    with open(pol, "w") as f:
+        f.write('{"limits": {"memory": "64M", "timeout": "3s"}}')
+    s = Server("--policy", pol)
+    s.init()
+    call = lambda id, args: s.rpc(id, "tools/call", {"name": "run_python_code", "arguments": args})
+    r = call(1, {"python_code": "b = bytearray(300 << 20)"})["result"]
+    t = r["content"][0]["text"]
+    expect(r["isError"] and "<status>memory_limit</status>" in t and "<limit>memory: 67108864</limit>" in t,
+           "the policy's memory limit", t)
+    r = call(2, {"python_code": "1", "timeout": 10})["result"]
+    t = r["content"][0]["text"]
+    expect(r["isError"] and t.startswith("error: invalid_request:") and "(parameter: timeout)" in t,
+           "a timeout above the policy's is refused naming timeout", t)
+    expect(s.close() == 0, "exit status 0")
+    with open(pol, "w") as f:
+        f.write('{"limits": {"memory": "lots"}}')
+    p = subprocess.run([os.environ["WARD"], "mcp", "--policy", pol], input=b"", capture_output=True)
+    expect(p.returncode == 1 and b"limits.memory" in p.stderr and p.stdout == b"",
+           "a bad policy: exit 1 naming the field, nothing on stdout", p)
+    expect(os.listdir(tmp) == [], "no state directory left", os.listdir(tmp))
+
+
 def running(marker):
     for pid in os.listdir("/proc"):
         try:
