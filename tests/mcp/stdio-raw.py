@@ -210,6 +210,25 @@ def case_policy():
     expect(os.listdir(tmp) == [], "no state directory left", os.listdir(tmp))
 
 
+def case_signals():
+    # the sandboxes start with no signal blocked (a session's kernel is
+    # interrupted with SIGINT), and SIGTERM ends ward mcp as stdin's end does
+    import signal
+    tmp = os.environ["WARD_MCP_TMP"]
+    s = Server()
+    s.init()
+    r = s.rpc(1, "tools/call", {"name": "run_code", "arguments": {
+        "code": "grep -E '^Sig(Blk|Ign)' /proc/self/status", "language": "bash"}})
+    t = r["result"]["content"][0]["text"]
+    expect("SigBlk:\t0000000000000000" in t, "no signal blocked in the sandbox", t)
+    s.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "run_code", "arguments": {"code": "sleep 600", "language": "bash"}}})
+    expect(len(os.listdir(tmp)) == 1, "a state directory", os.listdir(tmp))
+    s.p.send_signal(signal.SIGTERM)
+    expect(s.p.wait(timeout=10) == 0, "exit status 0 after SIGTERM")
+    expect(os.listdir(tmp) == [], "no state directory left", os.listdir(tmp))
+
+
 def running(marker):
     for pid in os.listdir("/proc"):
         try:
