@@ -86,6 +86,10 @@ const cases = {
 		});
 		check(!r.isError && text(r).includes('WARD') && text(r).includes('<return_value>\n16\n'),
 			'globals are set', r);
+		const s = await call('create_session', {});
+		const sid = JSON.parse(text(s)).session_id;
+		const inS = await call('run_python_code', { session_id: sid, python_code: 'x * 2', global_variables: { x: 21 } });
+		check(!inS.isError && text(inS).includes('<return_value>\n42\n'), 'globals in a session', inS);
 		const bad = await call('run_python_code', { python_code: '1', global_variables: { 'not an id': 1 } });
 		check(bad.isError && /parameter: global_variables\.not an id/.test(text(bad)), 'a bad name names the parameter', bad);
 	},
