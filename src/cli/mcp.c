@@ -59,6 +59,7 @@ static const char mcp_usage[] =
 struct mcp_opts {
 	const char *policy;
 	bool connect;
+	bool api_key;
 	bool help;
 };
 
@@ -78,7 +79,7 @@ static int parse(int argc, char **argv, struct mcp_opts *o)
 		switch (c) {
 		case 'p': o->policy = optarg; break;
 		case 'C': o->connect = true; break;
-		case 'k': break; /* --connect's */
+		case 'k': o->api_key = true; break; /* --connect's */
 		case 'h': o->help = true; break;
 		default:
 			fprintf(stderr, "ward: error: mcp: unknown or incomplete option '%s'\n%s",
@@ -89,6 +90,16 @@ static int parse(int argc, char **argv, struct mcp_opts *o)
 	if (optind < argc) {
 		fprintf(stderr, "ward: error: mcp: unexpected argument '%s'\n%s", argv[optind],
 			mcp_usage);
+		return -1;
+	}
+	if (o->api_key && !o->connect) {
+		fprintf(stderr, "ward: error: mcp: --api-key goes with --connect URL (a local "
+			"server needs no key)\n");
+		return -1;
+	}
+	if (o->policy && o->connect) {
+		fprintf(stderr, "ward: error: mcp: --policy is the local server's; with --connect "
+			"the daemon's policy holds\n");
 		return -1;
 	}
 	return 0;
