@@ -97,11 +97,6 @@ static int parse(int argc, char **argv, struct mcp_opts *o)
 			"server needs no key)\n");
 		return -1;
 	}
-	if (o->policy && o->connect) {
-		fprintf(stderr, "ward: error: mcp: --policy is the local server's; with --connect "
-			"the daemon's policy holds\n");
-		return -1;
-	}
 	return 0;
 }
 
@@ -381,6 +376,10 @@ static int run_server(const struct mcp_opts *o)
 
 int ward_cli_mcp(int argc, char **argv)
 {
+	/* the relay parses its own options */
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--connect") == 0 || strncmp(argv[i], "--connect=", 10) == 0)
+			return ward_cli_mcp_connect(argc, argv);
 	struct mcp_opts o = { 0 };
 	if (parse(argc, argv, &o) < 0)
 		return 2;
@@ -388,7 +387,5 @@ int ward_cli_mcp(int argc, char **argv)
 		fputs(mcp_usage, stdout);
 		return 0;
 	}
-	if (o.connect)
-		return ward_cli_mcp_connect(argc, argv);
 	return run_server(&o);
 }
