@@ -72,6 +72,8 @@ struct ward_service_config {
 	uint64_t artifacts_inline_max; /* bytes of a one-shot's files sent back inline, in all */
 	json_t *tenants;         /* per-tenant overrides: {"t": {"max_per_tenant": n, ...}} */
 	bool embedded;           /* a program's own core (the CLI): no keys, no workers */
+	bool no_keys;            /* a program's own core with sessions (`ward mcp`): the
+				  * program makes its key; no keys file is read */
 	/* the warm pool: kernels prepared ahead per language (enum ward_lang
 	 * order), 0: none; never for an embedded core */
 	uint64_t pool[3];

@@ -201,7 +201,7 @@ bool ward_service_authenticate(struct ward_service *svc, const char *token,
 			       struct ward_key_info *key)
 {
 	memset(key, 0, sizeof(*key));
-	if (svc->cfg.embedded)
+	if (svc->cfg.embedded || svc->cfg.no_keys)
 		return false;
 	keys_reload(svc);
 	return token && svc->keys && ward_keys_authenticate(svc->keys, token, key) == 0;
@@ -269,13 +269,16 @@ int ward_service_new(struct ward_service_config *cfg, struct ward_service **out)
 				       (s->cfg.egress && svc_egress_start(s) < 0)
 			       ? -1
 			       : 0;
-	if (!s->cfg.keys_file && !(s->cfg.keys_file = strdup(ward_keys_default_path())))
+	if (!s->cfg.no_keys && !s->cfg.keys_file &&
+	    !(s->cfg.keys_file = strdup(ward_keys_default_path())))
 		return -1;
 	/* the egress proxy starts with the state directory (its CA lives
 	 * there): ward_service_open_state */
 	if (s->epfd < 0 || load_policy(s) < 0 || open_audit(s) < 0 || svc_workers_start(s) < 0 ||
 	    warm_start(s) < 0)
 		return -1;
+	if (s->cfg.no_keys)
+		return 0;
 	keys_reload(s);
 	if (!s->keys)
 		fprintf(stderr, "ward: serve: warning: no keys in '%s': every request will be refused "
@@ -293,6 +296,7 @@ void ward_service_close(struct ward_service *s)
 	warm_stop(s);
 	svc_teardown_flush(s);
 	svc_workers_stop(s); /* before the answers its jobs fill go */
+	svc_teardown_flush(s); /* what their last answers queued (a refill done as it stopped) */
 	warm_free(s);
 	session_release_all(s);
 }

@@ -11,6 +11,7 @@
 #include "audit.h"
 #include "exec.h"
 #include "keys.h"
+#include "mcp.h"
 #include "options.h"
 #include "run.h"
 #include "src/daemon/serve.h"
@@ -68,6 +69,8 @@ int main(int argc, char **argv)
 		return ward_cli_doctor(argc - 1, argv + 1);
 	if (strcmp(cmd, "serve") == 0)
 		return ward_cli_serve(argc - 1, argv + 1);
+	if (strcmp(cmd, "mcp") == 0)
+		return ward_cli_mcp(argc - 1, argv + 1);
 	if (strcmp(cmd, "gc") == 0)
 		return ward_cli_gc(argc - 1, argv + 1);
 	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
