@@ -88,7 +88,20 @@ class Transport:
                     conn.sock.settimeout(timeout)
                 conn.request(method, path, body=body, headers=hdrs)
                 return conn, conn.getresponse()
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as e:
+            except (BrokenPipeError, ConnectionResetError) as e:
+                # the daemon may have refused the request before its body was
+                # all sent (413 from Content-Length) and closed: its answer
+                # is still there to read
+                try:
+                    resp = conn.getresponse()
+                    return conn, resp
+                except (http.client.HTTPException, OSError):
+                    pass
+                conn.close()
+                if reused and attempt == 0 and not hasattr(body, "read"):
+                    continue
+                raise errors.WardConnectionError(f"{self.ep.url}: {e}") from None
+            except http.client.RemoteDisconnected as e:
                 conn.close()
                 if reused and attempt == 0 and not hasattr(body, "read"):
                     continue

@@ -10,7 +10,7 @@ from ._aio_http import AsyncTransport
 from ._core import Endpoint
 from .models import Context, SandboxInfo, WriteInfo
 
-__all__ = ["AsyncSandbox", "AsyncCommandHandle", "run", "call"]
+__all__ = ["AsyncSandbox", "AsyncCommandHandle", "run", "call", "run_command"]
 
 
 class AsyncSandbox:
@@ -248,3 +248,12 @@ async def call(code, function, args=None, language="python", files=None, policy=
     """As ward.call, for asyncio."""
     body = _core.oneshot_body(code, language, files, policy, timeout, function=function, args=args)
     return _core.finish_call(await _oneshot(body, timeout, None, url, api_key))
+
+
+async def run_command(cmd, files=None, policy=None, timeout=None, on_stdout=None, on_stderr=None,
+                      url=None, api_key=None, request_timeout=None):
+    """As ward.run_command, for asyncio."""
+    argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+    body = _core.oneshot_body(None, None, files, policy, timeout, command=argv)
+    return _core.finish_command(await _oneshot(body, timeout, request_timeout, url, api_key,
+                                               (on_stdout, on_stderr, None, None)))

@@ -285,6 +285,7 @@ class CommandExitError(WardError):
     exit_code = property(lambda self: self.result.exit_code)
     stdout = property(lambda self: self.result.stdout)
     stderr = property(lambda self: self.result.stderr)
+    verdict = property(lambda self: self.result.verdict)
 
 
 class CallError(WardError):

@@ -8,7 +8,7 @@ from ._core import Endpoint
 from ._http import Transport
 from .models import Context, SandboxInfo, WriteInfo
 
-__all__ = ["Sandbox", "run", "call"]
+__all__ = ["Sandbox", "run", "call", "run_command"]
 
 
 class Sandbox:
@@ -295,3 +295,14 @@ def call(code, function, args=None, language="python", files=None, policy=None, 
     ArgumentError, SerializationError, PolicyViolation)."""
     body = _core.oneshot_body(code, language, files, policy, timeout, function=function, args=args)
     return _core.finish_call(_oneshot(body, timeout, None, url, api_key))
+
+
+def run_command(cmd, files=None, policy=None, timeout=None, on_stdout=None, on_stderr=None,
+                url=None, api_key=None, request_timeout=None):
+    """A one-shot command (`ward run`): `cmd` is an argv list (a string runs
+    under /bin/sh -c) in a fresh sandbox; a CommandResult, with
+    CommandExitError on a non-zero exit and a VerdictError on a limit."""
+    argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+    body = _core.oneshot_body(None, None, files, policy, timeout, command=argv)
+    return _core.finish_command(_oneshot(body, timeout, request_timeout, url, api_key,
+                                         (on_stdout, on_stderr, None, None)))
