@@ -160,6 +160,12 @@ class AsyncTransport:
             hdrs["Content-Length"] = str(len(body))
         elif method in ("POST", "PUT"):
             hdrs["Content-Length"] = "0"
+        # a large body waits for the daemon's "100 Continue": a refusal
+        # from the headers alone (413 from Content-Length, 401, 429) comes
+        # back instead, and the body is never sent
+        expect = stream or (body is not None and len(body) > _BLOCK)
+        if expect:
+            hdrs["Expect"] = "100-continue"
         head = f"{method} {self.ep.prefix + path} HTTP/1.1\r\n" + \
             "".join(f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n"
         for attempt in (0, 1):
@@ -168,25 +174,35 @@ class AsyncTransport:
             if conn is None:
                 conn = await self._open()
             try:
-                conn.writer.write(head.encode("latin-1"))
-                if stream:
-                    chunked = "Transfer-Encoding" in hdrs
-                    while True:
-                        block = body.read(_BLOCK)
-                        if not block:
-                            break
-                        conn.writer.write(b"%x\r\n%s\r\n" % (len(block), block) if chunked else block)
-                        await conn.writer.drain()
-                    if chunked:
-                        conn.writer.write(b"0\r\n\r\n")
-                elif body:
-                    conn.writer.write(body)
+                if body is not None and not expect:
+                    conn.writer.write(head.encode("latin-1") + body)
+                else:
+                    conn.writer.write(head.encode("latin-1"))
                 await conn.writer.drain()
+                if expect:
+                    status_line = await conn.reader.readline()
+                    if not status_line:
+                        raise ConnectionResetError("closed before the status line")
+                    if status_line.split(None, 2)[1:2] != [b"100"]:
+                        resp = await self._head(conn, status_line)
+                        resp.will_close = True      # the body was never sent
+                        return conn, resp
+                    while (await conn.reader.readline()).strip():
+                        pass
+                    await self._send_body(conn, body, hdrs)
                 status_line = await conn.reader.readline()
                 if not status_line:
                     raise ConnectionResetError("closed before the status line")
                 return conn, await self._head(conn, status_line)
             except (ConnectionResetError, BrokenPipeError, asyncio.IncompleteReadError) as e:
+                # a refusal sent before the body was all read (413) is
+                # still there to read
+                try:
+                    status_line = await conn.reader.readline()
+                    if status_line:
+                        return conn, await self._head(conn, status_line)
+                except (OSError, errors.WardError, ValueError):
+                    pass
                 conn.close()
                 if reused and attempt == 0 and not stream:
                     continue
@@ -195,6 +211,21 @@ class AsyncTransport:
                 conn.close()
                 raise
         raise AssertionError("unreachable")
+
+    async def _send_body(self, conn, body, hdrs):
+        if isinstance(body, (bytes, bytearray)):
+            conn.writer.write(body)
+        else:
+            chunked = "Transfer-Encoding" in hdrs
+            while True:
+                block = body.read(_BLOCK)
+                if not block:
+                    break
+                conn.writer.write(b"%x\r\n%s\r\n" % (len(block), block) if chunked else block)
+                await conn.writer.drain()
+            if chunked:
+                conn.writer.write(b"0\r\n\r\n")
+        await conn.writer.drain()
 
     async def _head(self, conn, status_line):
         parts = status_line.decode("latin-1").split(None, 2)
