@@ -16,6 +16,11 @@
  * sha256 and a reason, never read; and no file is read past the size it
  * had when it was listed (a program still writing cannot stretch it).
  *
+ * Contents asked inline are read through the same fd as the hash, within
+ * the caller's inline budget (bytes in all): the memory held is that
+ * budget and its base64, never more; a file that does not fit is listed
+ * without its content and reported as skipped.
+ *
  * Names are bytes: one that is not UTF-8 is listed (and skipped) with its
  * bytes escaped and "path_escaped": true, as the files API lists it, and
  * copied under its real name; none is ever dropped from the account.
@@ -29,6 +34,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "artifacts.h"
 #include "base/util.h"
 #include "kernel-internal.h"
 #include "workspace.h"
@@ -68,8 +74,15 @@ struct scan {
 	uint32_t listed;
 	uint64_t copied_total;
 	uint64_t read_total;     /* bytes hashed (and copied), at most lim->max_total */
+	uint64_t inline_left;    /* bytes of contents that may still go inline */
+	const struct timespec *since; /* only files whose status changed since, or NULL */
 	unsigned entries;
 };
+
+static bool older(const struct timespec *t, const struct timespec *since)
+{
+	return t->tv_sec < since->tv_sec || (t->tv_sec == since->tv_sec && t->tv_nsec < since->tv_nsec);
+}
 
 json_t *ward_workspace_name_json(const char *rel, bool *escaped)
 {
@@ -111,9 +124,9 @@ static void skip(struct scan *s, const char *path, const char *reason)
 	append_entry(s->skipped, path, json_pack("{s:s}", "reason", reason));
 }
 
-/* Hashes the first size bytes of fd, copying to out (when >= 0) as it
- * goes. */
-static int hash_copy(int fd, int out, uint64_t size, char hex[65])
+/* Hashes the first size bytes of fd, copying to out (when >= 0) and into
+ * mem (when set: size bytes of room; *got says how many came) as it goes. */
+static int hash_copy(int fd, int out, uint64_t size, char hex[65], char *mem, size_t *got)
 {
 	crypto_hash_sha256_state st;
 	unsigned char digest[crypto_hash_sha256_BYTES];
@@ -129,6 +142,10 @@ static int hash_copy(int fd, int out, uint64_t size, char hex[65])
 		if (n == 0)
 			break;
 		size -= (uint64_t)n;
+		if (mem) {
+			memcpy(mem + *got, buf, (size_t)n);
+			*got += (size_t)n;
+		}
 		crypto_hash_sha256_update(&st, (unsigned char *)buf, (unsigned long long)n);
 		if (out >= 0 && ward_write_all(out, buf, (size_t)n) < 0)
 			return -EIO;
@@ -195,6 +212,43 @@ static int copy_target(struct scan *s, const char *rel, uint64_t size)
 	return out;
 }
 
+/* Room for a file's content inline, taken from the budget; NULL when it
+ * does not fit (skipped says why) or inline contents were not asked. */
+static char *inline_room(struct scan *s, const char *rel, uint64_t size)
+{
+	if (!s->lim->inline_content)
+		return NULL;
+	char why[200];
+	if (size > s->inline_left) {
+		snprintf(why, sizeof(why), "content not inline: %llu bytes, over what is left "
+			 "(%llu) of the inline cap of %llu bytes (artifacts_inline_max)",
+			 (unsigned long long)size, (unsigned long long)s->inline_left,
+			 (unsigned long long)s->lim->max_inline);
+		skip(s, rel, why);
+		return NULL;
+	}
+	char *mem = malloc(size ? (size_t)size : 1);
+	if (!mem) {
+		skip(s, rel, "content not inline: out of memory");
+		return NULL;
+	}
+	s->inline_left -= size;
+	return mem;
+}
+
+/* {"content": base64} onto an entry's fields. */
+static void add_content(json_t *fields, const char *mem, size_t len)
+{
+	size_t cap = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+	char *b64 = malloc(cap);
+	if (b64 && fields) {
+		sodium_bin2base64(b64, cap, (const unsigned char *)mem, len,
+				  sodium_base64_VARIANT_ORIGINAL);
+		json_object_set_new(fields, "content", json_string(b64));
+	}
+	free(b64);
+}
+
 static void regular_file(struct scan *s, int dirfd, const char *name, const char *rel)
 {
 	int fd = ward_open_beneath(dirfd, name, O_RDONLY | O_NONBLOCK, 0);
@@ -214,18 +268,27 @@ static void regular_file(struct scan *s, int dirfd, const char *name, const char
 		return;
 	}
 	int out = copy_target(s, rel, size);
-	int r = hash_copy(fd, out, size, hex);
+	size_t got = 0;
+	char *mem = inline_room(s, rel, size);
+	int r = hash_copy(fd, out, size, hex, mem, &got);
 	close(fd);
 	if (out >= 0)
 		close(out);
-	if (r < 0) {
-		skip(s, rel, "read failed");
+	if (r < 0 || unchanged_input(s, rel, hex)) {
+		if (mem) /* not listed: its room goes back */
+			s->inline_left += size;
+		free(mem);
+		if (r < 0)
+			skip(s, rel, "read failed");
 		return;
 	}
-	if (unchanged_input(s, rel, hex))
-		return;
-	append_entry(s->list, rel, json_pack("{s:I, s:s, s:s, s:b}", "size", (json_int_t)st.st_size,
-		"sha256", hex, "mime_type", mime_of(rel), "copied", out >= 0));
+	/* the size read (a file that shrank meanwhile says its new size) */
+	json_t *fields = json_pack("{s:I, s:s, s:s, s:b}", "size", (json_int_t)(mem ? got : size),
+				   "sha256", hex, "mime_type", mime_of(rel), "copied", out >= 0);
+	if (mem)
+		add_content(fields, mem, got);
+	free(mem);
+	append_entry(s->list, rel, fields);
 }
 
 static void walk(struct scan *s, int dirfd, const char *prefix, int depth)
@@ -254,6 +317,8 @@ static void walk(struct scan *s, int dirfd, const char *prefix, int depth)
 			}
 			walk(s, sub, rel, depth + 1);
 			close(sub);
+		} else if (s->since && older(&st.st_ctim, s->since)) {
+			continue; /* not touched since: not this call's */
 		} else if (S_ISLNK(st.st_mode)) {
 			skip(s, rel, "symbolic link: never followed or copied");
 		} else if (!S_ISREG(st.st_mode)) {
@@ -319,13 +384,31 @@ static int open_destination(const char *path, struct ward_error *err)
 	return ward_error_set(err, errno, "artifacts", "unable to open the destination '%s'", path);
 }
 
+int ward_artifacts_scan(int ws, const struct timespec *since,
+			const struct ward_artifact_limits *lim, json_t **list, json_t **skipped,
+			struct ward_error *err)
+{
+	struct scan s = { .lim = lim, .dest = -1, .list = json_array(), .skipped = json_array(),
+			  .since = since };
+	if (!s.list || !s.skipped) {
+		json_decref(s.list);
+		json_decref(s.skipped);
+		return ward_error_set(err, ENOMEM, "artifacts", "out of memory");
+	}
+	walk(&s, ws, "", 0);
+	*list = s.list;
+	*skipped = s.skipped;
+	return 0;
+}
+
 int ward_artifacts_collect(struct ward_sandbox *sb, const struct ward_kernel_input *inputs,
 			   size_t n_inputs, const char *copy_to,
 			   const struct ward_artifact_limits *lim, json_t **list, json_t **skipped,
 			   struct ward_error *err)
 {
 	struct scan s = { .lim = lim, .inputs = inputs, .n_inputs = n_inputs, .dest = -1,
-			  .list = json_array(), .skipped = json_array() };
+			  .list = json_array(), .skipped = json_array(),
+			  .inline_left = lim->inline_content ? lim->max_inline : 0 };
 	int rc = 0, ws = -1;
 	if (!s.list || !s.skipped) {
 		rc = ward_error_set(err, ENOMEM, "artifacts", "out of memory");

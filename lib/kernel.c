@@ -56,6 +56,7 @@ struct ward_kernel {
 	struct ward_kernel_input *inputs;
 	size_t n_inputs;
 	struct waiter *aw;      /* the non-blocking form's awaited reply, or NULL */
+	json_t *globals;        /* for the next execute or call request, or NULL */
 };
 
 /* The registry, generated from runners/languages.json at build time (see
@@ -440,6 +441,7 @@ static void kernel_free(struct ward_kernel *k)
 	free(k->line);
 	free(k->pending);
 	free(k->inputs);
+	json_decref(k->globals);
 	if (k->aw) {
 		json_decref(k->aw->found);
 		free((char *)k->aw->want_id);
@@ -786,11 +788,28 @@ static int submit(struct ward_kernel *k, const char *type, json_t *content, cons
 	return 0;
 }
 
+WARD_EXPORT void ward_kernel_set_globals(struct ward_kernel *k, json_t *globals)
+{
+	json_decref(k->globals);
+	k->globals = json_incref(globals);
+}
+
+/* The globals set for this request go with it (and are then gone). */
+static void take_globals(struct ward_kernel *k, json_t *content)
+{
+	if (k->globals && content)
+		json_object_set_new(content, "globals", k->globals);
+	else
+		json_decref(k->globals);
+	k->globals = NULL;
+}
+
 WARD_EXPORT int ward_kernel_submit_execute(struct ward_kernel *k, const char *code,
 					   bool stop_on_error, ward_kernel_cb cb, void *ctx,
 					   struct ward_error *err)
 {
 	json_t *c = json_pack("{s:s, s:b}", "code", code, "stop_on_error", stop_on_error);
+	take_globals(k, c);
 	if (!c)
 		return ward_error_set(err, EINVAL, "kernel", "code is not valid UTF-8");
 	int r = submit(k, "execute_request", c, "execute_reply",
@@ -805,6 +824,7 @@ WARD_EXPORT int ward_kernel_submit_call(struct ward_kernel *k, const char *sourc
 {
 	json_t *c = json_pack("{s:s, s:s, s:s, s:O}", "code", source, "filename", filename,
 			      "function", function, "args", args);
+	take_globals(k, c);
 	if (!c)
 		return ward_error_set(err, EINVAL, "kernel", "source is not valid UTF-8");
 	int r = submit(k, "call_request", c, "call_reply", (struct waiter){ .cb = cb, .ctx = ctx },

@@ -148,11 +148,18 @@ struct ward_artifact_limits {
 	uint64_t max_file;   /* bytes; larger files are listed but not copied */
 	uint64_t max_total;  /* bytes copied in all */
 	uint32_t max_count;  /* files listed */
+	/* Contents inline: each listed file whose bytes fit what is left of
+	 * max_inline (in all) gets "content" (base64); one that does not is
+	 * listed without it and reported in *skipped. */
+	bool inline_content;
+	uint64_t max_inline;
 };
 
 /* Lists files created or changed under /workspace (path, size, sha256, MIME
  * type; inputs put there unchanged are left out) into *list (a new JSON
- * array); with copy_to, copies them there — never following a symlink out
+ * array); with lim->inline_content, their bytes too, read through the same
+ * fd that hashes them (memory: at most lim->max_inline bytes, and their
+ * base64); with copy_to, copies them there — never following a symlink out
  * of the workspace, never copying special files, within the limits. Hits of
  * a limit are reported in *skipped (a new JSON array of {path, reason}). */
 int ward_kernel_artifacts(struct ward_kernel *k, const char *copy_to,
@@ -198,6 +205,13 @@ struct ward_sandbox *ward_kernel_sandbox(struct ward_kernel *k);
  * that here would stall the caller's loop. */
 int ward_kernel_begin(const struct ward_policy *policy, const struct ward_kernel_options *o,
 		      struct ward_kernel **out, struct ward_error *err);
+
+/* Names and values (a JSON object whose keys the caller checked) set in
+ * the program's namespace before the next submitted request's code runs:
+ * the next execute_request or call_request carries them as "globals"
+ * (runners/PROTOCOL.md), then they are forgotten. Takes a reference; NULL
+ * clears. */
+void ward_kernel_set_globals(struct ward_kernel *k, json_t *globals);
 
 /* Queues one execute_request and awaits its execute_reply; messages before
  * it go to cb. Returns 0, -EBUSY when a request is already awaited, -ECHILD

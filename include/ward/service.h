@@ -69,6 +69,7 @@ struct ward_service_config {
 	uint64_t max_sessions_per_tenant;
 	uint64_t tenant_memory;  /* bytes: memory limits of a tenant's live sandboxes */
 	uint64_t max_file;       /* bytes of one file moved through the files API */
+	uint64_t artifacts_inline_max; /* bytes of a one-shot's files sent back inline, in all */
 	json_t *tenants;         /* per-tenant overrides: {"t": {"max_per_tenant": n, ...}} */
 	bool embedded;           /* a program's own core (the CLI): no keys, no workers */
 	/* the warm pool: kernels prepared ahead per language (enum ward_lang

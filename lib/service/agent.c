@@ -113,11 +113,14 @@ static void sess_on_message(json_t *m, void *ctx)
 	}
 	struct ward_execution *fg = se->fg;
 	if (fg && strcmp(pid, exec_session_request(fg)) == 0) {
-		if (strcmp(type, "execute_reply") == 0 || strcmp(type, "command_reply") == 0) {
+		if (strcmp(type, "execute_reply") == 0 || strcmp(type, "call_reply") == 0 ||
+		    strcmp(type, "command_reply") == 0) {
 			struct ward_sandbox_stats after;
 			ward_sandbox_stats(session_sandbox(se), &after);
-			if (strcmp(type, "execute_reply") == 0)
+			if (strcmp(type, "command_reply") != 0)
 				context_used(se, c);
+			if (exec_session_defer(fg, c, &se->before, &after))
+				return; /* its files are listed first (exec-session.c) */
 			se->fg = NULL;
 			exec_session_end(fg, c, NULL, &se->before, &after);
 			session_touch(se);

@@ -54,15 +54,16 @@ static int start_call(struct session *se, const struct ward_session_call *q, enu
 	exec_set_session_request(ex, id);
 	json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}", "execution_id", ward_execution_id(ex),
 			      "session_id", se->id, "key_id", key->id, "tenant", key->tenant, "kind",
-			      kind == EXK_EXECUTE ? "execute" : "command", "language", lang,
+			      kind == EXK_EXECUTE ? "execute" : kind == EXK_CALL ? "call" : "command",
+			      "language", lang,
 			      "context", context);
 	if (f) {
 		bool full = s->audit && ward_audit_full_text(s->audit);
-		json_t *code = json_object_get(content, kind == EXK_EXECUTE ? "code" : "cmd");
+		json_t *code = json_object_get(content, kind == EXK_COMMAND ? "cmd" : "code");
 		char *txt = json_is_string(code) ? strdup(json_string_value(code))
 						 : json_dumps(code, JSON_COMPACT | JSON_ENCODE_ANY);
 		if (txt)
-			ward_audit_text(f, kind == EXK_EXECUTE ? "code" : "command", txt, strlen(txt), full);
+			ward_audit_text(f, kind == EXK_COMMAND ? "command" : "code", txt, strlen(txt), full);
 		free(txt);
 		svc_audit(s, "session.call", f);
 		json_decref(f);
@@ -110,21 +111,46 @@ static int check_execute(json_t *root, const struct session *se, const char **ln
 	return check_timeout(root, se, timeout, e);
 }
 
+/* The agent's request for an execute body: a cell, or (function set) a
+ * call of the code's function in the same context; globals with either. */
+static json_t *execute_content(json_t *root, const char *lname, const char *cname,
+			       const char *function, json_t *args)
+{
+	json_t *code = json_object_get(root, "code"), *globals = json_object_get(root, "globals");
+	char name[16];
+	snprintf(name, sizeof(name), "tool%s",
+		 ward_lang_extension((enum ward_lang)ward_lang_from_name(lname)));
+	/* every call stands alone: an error never aborts the next one */
+	json_t *c = function ? json_pack("{s:O, s:s, s:s, s:s, s:s, s:o}", "code", code, "language",
+					 lname, "context", cname, "filename", name, "function",
+					 function, "args", args ? json_incref(args) : json_object())
+			     : json_pack("{s:O, s:s, s:s, s:b}", "code", code, "language", lname,
+					 "context", cname, "stop_on_error", 0);
+	if (c && globals)
+		json_object_set(c, "globals", globals);
+	return c;
+}
+
 static int execute(struct session *se, const struct ward_session_call *q, struct ward_reply *out)
 {
-	static const char *const known[] = { "code", "language", "context", "timeout" };
+	static const char *const known[] = { "code", "language", "context", "timeout", "function",
+					     "args", "globals" };
 	json_t *root = sess_parse_body(out, q->body, q->len, known, ARRAY_SIZE(known));
-	const char *lname, *cname;
+	const char *lname, *cname, *function = NULL;
+	json_t *args = NULL;
 	uint64_t timeout;
-	if (!root || check_execute(root, se, &lname, &cname, &timeout, &out->err) < 0) {
+	if (!root || check_execute(root, se, &lname, &cname, &timeout, &out->err) < 0 ||
+	    svc_parse_function(root, ward_lang_from_name(lname), &function, &args, &out->err) < 0 ||
+	    svc_parse_globals(json_object_get(root, "globals"), ward_lang_from_name(lname),
+			      &out->err) < 0) {
 		json_decref(root);
 		return 0;
 	}
-	/* every call stands alone: an error never aborts the next one */
-	json_t *content = json_pack("{s:O, s:s, s:s, s:b}", "code", json_object_get(root, "code"),
-				    "language", lname, "context", cname, "stop_on_error", 0);
+	json_t *content = execute_content(root, lname, cname, function, args);
 	if (content)
-		start_call(se, q, EXK_EXECUTE, "execute_request", content, lname, cname, timeout, out);
+		start_call(se, q, function ? EXK_CALL : EXK_EXECUTE,
+			   function ? "call_request" : "execute_request", content, lname, cname,
+			   timeout, out);
 	else
 		svc_reply_error(out, 500, "internal", NULL, "out of memory");
 	json_decref(content);

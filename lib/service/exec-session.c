@@ -10,8 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../artifacts.h"
 #include "base/util.h"
 #include "execution.h"
+#include "session.h"
+#include "workspace.h"
 
 
 const char *exec_session_request(const struct ward_execution *ex) { return ex->req_id; }
@@ -44,6 +47,9 @@ struct ward_execution *exec_new_in_session(struct ward_service *s, struct sessio
 	ward_strlcpy(ex->lang, lang ? lang : "", sizeof(ex->lang));
 	ward_strlcpy(ex->context, context ? context : "", sizeof(ex->context));
 	ward_strlcpy(ex->v.sandbox_id, ward_sandbox_id(session_sandbox(sess)), sizeof(ex->v.sandbox_id));
+	/* the clock of file status changes (ctime), taken before the request
+	 * is sent: whatever the call touches is stamped at or after it */
+	clock_gettime(CLOCK_REALTIME_COARSE, &ex->call_since);
 	ex->next = s->execs;
 	s->execs = ex;
 	exec_emit(ex, json_pack("{s:s, s:s, s:s, s:s}", "event", "start", "id", ex->id, "sandbox_id",
@@ -53,7 +59,7 @@ struct ward_execution *exec_new_in_session(struct ward_service *s, struct sessio
 
 void exec_session_message(struct ward_execution *ex, json_t *m)
 {
-	if (ex->kind == EXK_EXECUTE) {
+	if (ex->kind == EXK_EXECUTE || ex->kind == EXK_CALL) {
 		exec_on_message(m, ex);
 		return;
 	}
@@ -169,8 +175,11 @@ void exec_session_end(struct ward_execution *ex, json_t *reply, const struct war
 		session_status(ex, reply, before, after);
 	}
 	v->usage.wall_ms = (ward_now_ns() - ex->start_ns) / 1000000;
-	if (ex->kind == EXK_EXECUTE) {
-		ward_result_reply(&ex->out, reply);
+	if (ex->kind == EXK_EXECUTE || ex->kind == EXK_CALL) {
+		if (ex->kind == EXK_CALL)
+			ward_result_call_reply(&ex->out, reply);
+		else
+			ward_result_reply(&ex->out, reply);
 		ward_result_to_verdict(&ex->out, v);
 		if (!reply)
 			ex->out.code_failed = true;
@@ -204,4 +213,101 @@ void exec_session_end(struct ward_execution *ex, json_t *reply, const struct war
 		json_object_del(ex->final, "degraded");
 	}
 	exec_finish_common(ex);
+}
+
+/* --- a call's files, listed on a worker ---
+ *
+ * The files a call created or changed are those under /workspace whose
+ * status changed (ctime) since the call began: one bounded scan after the
+ * reply, through the job's own fd of the workspace, with the one-shots'
+ * caps. The session stays busy (se->fg) until the listing is in, so no
+ * later call's files mix in. */
+
+struct list_job {
+	struct svc_job j;
+	struct ward_execution *ex;       /* a reference */
+	int ws;
+	struct timespec since;
+	json_t *reply;
+	struct ward_sandbox_stats before, after;
+	json_t *list, *skipped;
+	struct ward_error err;
+	int rc;
+};
+
+static void list_run(struct svc_job *j)
+{
+	struct list_job *lj = (struct list_job *)j;
+	struct ward_artifact_limits lim = { .max_file = 16u << 20, .max_total = 64u << 20,
+					    .max_count = 100 };
+	lj->rc = ward_artifacts_scan(lj->ws, &lj->since, &lim, &lj->list, &lj->skipped, &lj->err);
+}
+
+/* Ends the call with the listing (or with a note on why there is none). */
+static void list_done(struct ward_service *s, struct svc_job *j)
+{
+	(void)s;
+	struct list_job *lj = (struct list_job *)j;
+	struct ward_execution *ex = lj->ex;
+	/* ended meanwhile (the session's sandbox ended: its verdict is out) */
+	if (ex->state != EX_DONE) {
+		struct session *se = ex->sess;
+		if (se->fg == ex)
+			se->fg = NULL;
+		if (j->cancelled || lj->rc < 0) {
+			json_decref(lj->list);
+			lj->list = NULL;
+			json_decref(lj->skipped);
+			lj->skipped = json_pack("[{s:s, s:s}]", "path", "", "reason", j->cancelled
+						? "not listed: the daemon is stopping"
+						: "not listed: the workspace could not be read");
+		}
+		ex->out.artifacts = lj->list;
+		ex->out.skipped = lj->skipped;
+		lj->list = lj->skipped = NULL;
+		exec_session_end(ex, lj->reply, NULL, &lj->before, &lj->after);
+		session_touch(se);
+	}
+	json_decref(lj->list);
+	json_decref(lj->skipped);
+	json_decref(lj->reply);
+	if (lj->ws >= 0)
+		close(lj->ws);
+	ward_execution_unref(ex);
+	free(lj);
+}
+
+bool exec_session_defer(struct ward_execution *ex, json_t *reply,
+			const struct ward_sandbox_stats *before,
+			const struct ward_sandbox_stats *after)
+{
+	if (ex->kind != EXK_EXECUTE && ex->kind != EXK_CALL)
+		return false;
+	struct list_job *lj = calloc(1, sizeof(*lj));
+	if (!lj)
+		return false;
+	lj->ws = ward_workspace_open(session_sandbox(ex->sess));
+	if (lj->ws < 0) {
+		free(lj);
+		return false;
+	}
+	lj->j.run = list_run;
+	lj->j.done = list_done;
+	ward_strlcpy(lj->j.tenant, ex->key.tenant, sizeof(lj->j.tenant));
+	lj->ex = ex;
+	lj->since = ex->call_since;
+	lj->reply = json_incref(reply);
+	lj->before = *before;
+	lj->after = *after;
+	ward_execution_ref(ex);
+	if (svc_job_submit(ex->s, &lj->j) == 0)
+		return true;
+	/* every worker busy: the call ends now, its files unlisted (said so) */
+	json_decref(lj->reply);
+	close(lj->ws);
+	ward_execution_unref(ex);
+	free(lj);
+	ex->out.skipped = json_pack("[{s:s, s:s}]", "path", "", "reason",
+				    "not listed: the daemon's workers are busy");
+	return false;
 }

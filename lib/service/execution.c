@@ -186,6 +186,9 @@ void exec_finish_common(struct ward_execution *ex)
 		ex->final = json_pack("{s:s}", "status", ward_status_name(ex->v.status));
 	if (!ex->req.anonymous)
 		json_object_set_new(ex->final, "execution_id", json_string(ex->id));
+	if (ex->req.inline_artifacts) /* the cap applied: the client's, within the operator's */
+		json_object_set_new(ex->final, "artifacts_inline_max",
+				    json_integer((json_int_t)ex->req.inline_max));
 	for (int i = 0; i < WARD_KERNEL_NFDS; i++)
 		ex->reg[i] = -1;
 	if (ex->epfd >= 0) {
@@ -283,7 +286,9 @@ static void step_command(struct ward_execution *ex)
 static void collect_artifacts(struct ward_execution *ex)
 {
 	struct ward_artifact_limits lim = { .max_file = 16u << 20, .max_total = 64u << 20,
-					    .max_count = 100 };
+					    .max_count = 100,
+					    .inline_content = ex->req.inline_artifacts,
+					    .max_inline = ex->req.inline_max };
 	if (ward_kernel_artifacts(ex->k, ex->req.artifacts_dir, &lim, &ex->out.artifacts,
 				  &ex->out.skipped, &ex->art_err) < 0 && ex->req.artifacts_dir)
 		ex->art_failed = true;
@@ -293,6 +298,8 @@ static void collect_artifacts(struct ward_execution *ex)
 static int submit_next(struct ward_execution *ex, struct ward_error *err)
 {
 	struct exec_request *r = &ex->req;
+	if (ex->cell == 0 && r->globals) /* before the code, once */
+		ward_kernel_set_globals(ex->k, r->globals);
 	if (r->call_function)
 		return ward_kernel_submit_call(ex->k, r->call_source, r->call_filename,
 					       r->call_function, r->call_args, exec_on_message, ex,

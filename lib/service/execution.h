@@ -12,6 +12,7 @@ enum ex_state { EX_RUNNING, EX_SHUTDOWN, EX_DRAIN, EX_DONE };
 struct ward_execution {
 	struct ward_execution *next;
 	struct ward_service *s;
+	struct timespec call_since;  /* a call in a session: when it began (for its files) */
 	int refs;
 	char id[40];
 	enum exec_kind kind;

@@ -134,6 +134,9 @@ struct exec_request {
 	bool keep_going;           /* later cells run after one failed */
 	char *call_source, *call_filename, *call_function; /* a call instead of cells */
 	json_t *call_args;
+	json_t *globals;           /* "globals": names set before the code runs, or NULL */
+	bool inline_artifacts;     /* "artifacts": {"inline": true}: contents in the verdict */
+	uint64_t inline_max;       /* ... within this many bytes in all (the operator's cap wins) */
 	char *artifacts_dir;       /* copy-out destination (a program's run), or NULL */
 	char **argv;               /* NULL-terminated */
 	struct ward_file *files;
@@ -164,6 +167,14 @@ int exec_request_from_spec(struct exec_request *r, struct ward_exec_spec *spec);
 int svc_parse_seconds(json_t *v, uint64_t max_ms, uint64_t *out);
 /* A relative path inside /workspace (the library's one rule). */
 bool srv_path_ok(const char *p);
+/* A body's "function" and "args" (function mode) for language lang: 0
+ * (*function set, or NULL when the body has none), or -1 with e naming
+ * the field. */
+int svc_parse_function(json_t *root, int lang, const char **function, json_t **args,
+		       struct ward_service_error *e);
+/* A body's "globals" (v may be NULL: none) for language lang: 0, or -1
+ * with e naming the field (the key, for a bad name). */
+int svc_parse_globals(json_t *v, int lang, struct ward_service_error *e);
 
 /* admission.c: quotas, checked before a sandbox is made */
 struct svc_quota {
@@ -200,7 +211,7 @@ void exec_account(struct ward_execution *ex, size_t held);
 void exec_stream_release(struct ward_execution *ex);
 
 /* Session-backed executions (exec-session.c). */
-enum exec_kind { EXK_ONESHOT, EXK_EXECUTE, EXK_COMMAND };
+enum exec_kind { EXK_ONESHOT, EXK_EXECUTE, EXK_CALL, EXK_COMMAND };
 struct ward_execution *exec_new_in_session(struct ward_service *s, struct session *sess,
 				      const struct ward_key_info *key, enum exec_kind kind,
 				      const char *lang, const char *context,
@@ -212,6 +223,13 @@ void exec_session_message(struct ward_execution *ex, json_t *m);
 void exec_session_end(struct ward_execution *ex, json_t *reply, const struct ward_verdict *dead,
 		      const struct ward_sandbox_stats *before,
 		      const struct ward_sandbox_stats *after);
+/* The reply of an execute or a call arrived: its files are listed on a
+ * worker and the call ends then (the session stays busy meanwhile); true
+ * when that was done, false when the caller ends it now (a command, or no
+ * worker to take it). */
+bool exec_session_defer(struct ward_execution *ex, json_t *reply,
+			const struct ward_sandbox_stats *before,
+			const struct ward_sandbox_stats *after);
 const char *exec_session_request(const struct ward_execution *ex);
 void exec_set_session_request(struct ward_execution *ex, const char *id);
 uint64_t exec_started_ns(const struct ward_execution *ex);

@@ -17,7 +17,14 @@
 #include "ward/egress.h"
 #include "workspace.h"
 
-enum { MAX_FILES = 256, MAX_ARGS = 4096 };
+enum {
+	MAX_FILES = 256,
+	MAX_ARGS = 4096,
+	MAX_FUNCTION = 256,          /* bytes of a "function" name */
+	MAX_GLOBALS = 1024,          /* names in "globals" */
+	MAX_GLOBAL_NAME = 128,       /* bytes of one name */
+	MAX_GLOBALS_BYTES = 4 << 20, /* "globals" as compact JSON */
+};
 
 void exec_request_release(struct exec_request *r)
 {
@@ -28,6 +35,7 @@ void exec_request_release(struct exec_request *r)
 	free(r->call_filename);
 	free(r->call_function);
 	json_decref(r->call_args);
+	json_decref(r->globals);
 	free(r->artifacts_dir);
 	if (r->argv)
 		for (size_t i = 0; r->argv[i]; i++)
@@ -255,6 +263,141 @@ int svc_parse_seconds(json_t *v, uint64_t max_ms, uint64_t *out)
 	return 0;
 }
 
+/* An identifier of python and node alike: ASCII letters, digits, '_'
+ * (and '$' for node), not starting with a digit. */
+static bool ident_ok(const char *p, size_t len, bool dollar)
+{
+	if (!len || (*p >= '0' && *p <= '9'))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = p[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || (dollar && c == '$')))
+			return false;
+	}
+	return true;
+}
+
+int svc_parse_function(json_t *root, int lang, const char **function, json_t **args,
+		       struct ward_service_error *e)
+{
+	json_t *f = json_object_get(root, "function"), *a = json_object_get(root, "args");
+	*function = NULL;
+	*args = NULL;
+	if (!f) {
+		return a ? fail(e, "args", "only with function (the function or Class.method to "
+				"call)") : 0;
+	}
+	const char *name = json_string_value(f);
+	size_t len = name ? strlen(name) : 0;
+	bool ok = name && len == json_string_length(f) && len <= MAX_FUNCTION;
+	for (const char *p = name; ok && p;) {
+		const char *dot = strchr(p, '.');
+		ok = ident_ok(p, dot ? (size_t)(dot - p) : strlen(p), lang == WARD_LANG_NODE);
+		p = dot ? dot + 1 : NULL;
+	}
+	if (!ok)
+		return fail(e, "function", "expected a function's name or Class.method: identifiers "
+			    "joined by '.', at most 256 bytes");
+	if (lang != WARD_LANG_PYTHON && lang != WARD_LANG_NODE)
+		return fail(e, "function", "function-call mode is available for python and node, "
+			    "not for this language");
+	if (a && !json_is_object(a) && !json_is_array(a))
+		return fail(e, "args", "expected an object (keyword arguments) or an array "
+			    "(positional arguments)");
+	*function = name;
+	*args = a;
+	return 0;
+}
+
+int svc_parse_globals(json_t *v, int lang, struct ward_service_error *e)
+{
+	if (!v)
+		return 0;
+	if (lang != WARD_LANG_PYTHON && lang != WARD_LANG_NODE)
+		return fail(e, "globals", "globals are available for python and node, not for this "
+			    "language (or a command)");
+	if (!json_is_object(v) || json_object_size(v) > MAX_GLOBALS)
+		return fail(e, "globals", "expected an object of at most 1024 names and JSON values");
+	const char *k;
+	json_t *x;
+	json_object_foreach(v, k, x) {
+		size_t n = strlen(k);
+		/* dunder names are the interpreter's (__builtins__, __name__) */
+		bool dunder = n >= 4 && strncmp(k, "__", 2) == 0 && strcmp(k + n - 2, "__") == 0;
+		if (!ident_ok(k, n, lang == WARD_LANG_NODE) || n > MAX_GLOBAL_NAME || dunder) {
+			char field[64];
+			snprintf(field, sizeof(field), "globals.%.40s", k);
+			return fail(e, field, "expected an identifier (letters, digits and '_', not "
+				    "starting with a digit, at most 128 bytes, not a __dunder__ name)");
+		}
+	}
+	char *txt = json_dumps(v, JSON_COMPACT);
+	size_t len = txt ? strlen(txt) : 0;
+	free(txt);
+	if (!txt)
+		return fail(e, "globals", "out of memory");
+	if (len > MAX_GLOBALS_BYTES)
+		return fail(e, "globals", "too large: at most 4 MiB as JSON");
+	return 0;
+}
+
+/* "function" and "args": the code becomes the tool's source. */
+static int parse_call(struct exec_request *r, json_t *root, struct ward_service_error *e)
+{
+	const char *function;
+	json_t *args;
+	if (r->lang < 0 && json_object_get(root, "function"))
+		return fail(e, "function", "give language and code (the tool's source) with function, "
+			    "not command");
+	if (svc_parse_function(root, r->lang, &function, &args, e) < 0)
+		return -1;
+	if (!function)
+		return 0;
+	char name[16];
+	snprintf(name, sizeof(name), "tool%s", ward_lang_extension((enum ward_lang)r->lang));
+	r->call_source = r->cells[0];
+	r->cells[0] = NULL;
+	r->n_cells = 0;
+	r->call_args = args ? json_incref(args) : json_object();
+	if (!(r->call_function = strdup(function)) || !(r->call_filename = strdup(name)) ||
+	    !r->call_args)
+		return fail(e, "function", "out of memory");
+	return 0;
+}
+
+/* "artifacts": {"inline": true, "max_bytes": N}, within the operator's cap. */
+static int parse_artifacts(struct ward_service *s, struct exec_request *r, json_t *v,
+			   struct ward_service_error *e)
+{
+	static const char *const known[] = { "inline", "max_bytes" };
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return fail(e, "artifacts", "expected an object {\"inline\": true, \"max_bytes\": N}");
+	const char *k;
+	json_t *x;
+	json_object_foreach(v, k, x)
+		if (strcmp(k, "inline") && strcmp(k, "max_bytes")) {
+			char field[64];
+			snprintf(field, sizeof(field), "artifacts.%.40s", k);
+			return unknown_field(field, known, ARRAY_SIZE(known), e);
+		}
+	json_t *in = json_object_get(v, "inline"), *max = json_object_get(v, "max_bytes");
+	if (in && !json_is_boolean(in))
+		return fail(e, "artifacts.inline", "expected true or false");
+	if (max && (!json_is_integer(max) || json_integer_value(max) < 0))
+		return fail(e, "artifacts.max_bytes", "expected a number of bytes, 0 or more");
+	if (r->lang < 0 && json_is_true(in))
+		return fail(e, "artifacts.inline", "only for language and code (a command's files "
+			    "are not collected)");
+	r->inline_artifacts = json_is_true(in);
+	uint64_t cap = s->cfg.artifacts_inline_max;
+	r->inline_max = max && (uint64_t)json_integer_value(max) < cap
+				? (uint64_t)json_integer_value(max) : cap;
+	return 0;
+}
+
 static int parse_body(struct ward_service *s, const struct ward_key_info *key, json_t *root,
 		      struct exec_request *r, struct ward_service_error *e)
 {
@@ -283,6 +426,14 @@ static int parse_body(struct ward_service *s, const struct ward_key_info *key, j
 			return fail(e, "code", "out of memory");
 		r->n_cells = 1;
 	}
+	if (parse_call(r, root, e) < 0)
+		return -1;
+	json_t *g = json_object_get(root, "globals");
+	if (svc_parse_globals(g, r->lang, e) < 0)
+		return -1;
+	r->globals = json_incref(g);
+	if (parse_artifacts(s, r, json_object_get(root, "artifacts"), e) < 0)
+		return -1;
 	json_t *files = json_object_get(root, "files");
 	if (files && parse_files(r, files, e) < 0)
 		return -1;
@@ -297,8 +448,9 @@ static int parse_body(struct ward_service *s, const struct ward_key_info *key, j
 int exec_request_parse(struct ward_service *s, const struct ward_key_info *key, const char *body,
 		       size_t len, struct exec_request *r, struct ward_service_error *e)
 {
-	static const char *const known[] = { "language", "code", "command", "files", "policy",
-					     "timeout", "credentials" };
+	static const char *const known[] = { "language", "code", "command", "function", "args",
+					     "globals", "artifacts", "files", "policy", "timeout",
+					     "credentials" };
 	memset(r, 0, sizeof(*r));
 	json_t *root = svc_parse_object(body, len, known, ARRAY_SIZE(known), e);
 	if (!root)

@@ -35,6 +35,7 @@ void ward_service_config_defaults(struct ward_service_config *c)
 	c->max_sessions_per_tenant = 8;
 	c->tenant_memory = 16ull << 30;
 	c->max_file = 64u << 20;
+	c->artifacts_inline_max = 1u << 20;
 	c->pool[WARD_LANG_PYTHON] = 2;
 }
 

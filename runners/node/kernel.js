@@ -1505,6 +1505,11 @@ async function onExecute(msg) {
     send('execute_reply', { status: 'error', execution_count: executionCount, stdout_truncated: false, stderr_truncated: false }, id);
     return;
   }
+  if (!setGlobals(c.globals)) {
+    send('error', { ename: 'ProtocolError', evalue: 'execute_request: content.globals must be an object', traceback: [] }, id);
+    send('execute_reply', { status: 'error', execution_count: executionCount, stdout_truncated: false, stderr_truncated: false }, id);
+    return;
+  }
   if (LINT_REFUSED) {
     failed = true;
     send('error', { ...LINT_REFUSED, hint: LINT_REFUSED.evalue }, id);
@@ -1689,6 +1694,16 @@ function callArgs(fn, args, target) {
   return names.slice(0, n).map((k) => args[k]);
 }
 
+// A request's globals (runners/PROTOCOL.md): properties of globalThis set
+// before the code runs, outside it (no line of the cell moves). False when
+// they are not an object.
+function setGlobals(g) {
+  if (g === undefined || g === null) return true;
+  if (typeof g !== 'object' || Array.isArray(g)) return false;
+  for (const k of Object.keys(g)) globalThis[k] = g[k];
+  return true;
+}
+
 async function onCall(msg) {
   const c = msg.content && typeof msg.content === 'object' ? msg.content : {};
   const id = msg.id;
@@ -1696,6 +1711,10 @@ async function onCall(msg) {
   const fail = (content) => reply({ status: 'error', error: content });
   if (typeof c.code !== 'string' || typeof c.function !== 'string' || !c.function) {
     fail({ ename: 'ProtocolError', evalue: 'call_request needs content.code and content.function (strings)', traceback: [] });
+    return;
+  }
+  if (!setGlobals(c.globals)) {
+    fail({ ename: 'ProtocolError', evalue: 'call_request: content.globals must be an object', traceback: [] });
     return;
   }
   const base = typeof c.filename === 'string' && c.filename ? path.basename(c.filename) : 'tool.js';

@@ -720,6 +720,39 @@ class TestCallMode(KernelTest):
         self.assertEqual(self.k.call(TOOL, "add", [2]), {"status": "ok", "value": 4})
 
 
+class TestGlobals(KernelTest):
+    def run_with(self, code, names):
+        rid = self.k.send("execute_request", {"code": code, "stop_on_error": False, "globals": names})
+        return self.k.until("execute_reply", rid)
+
+    def test_set_before_the_cell(self):
+        msgs = self.run_with("print(a + b)\nsorted(d)", {"a": 1, "b": 2, "d": {"y": None, "x": [1.5]}})
+        self.assertEqual((merged(msgs), result(msgs), reply(msgs)["status"]),
+                         ([("stdout", "3\n")], "['x', 'y']", "ok"))
+        self.assertEqual(result(self.k.execute("a")), "1")          # they stay, as a cell's names do
+
+    def test_no_line_moves(self):
+        msgs = self.run_with("x = 1\n\nraise ValueError(v)", {"v": "w"})
+        err = of(msgs, "error")[0]
+        self.assertEqual((err["ename"], err["evalue"]), ("ValueError", "w"))
+        self.assertEqual(err["traceback"][1], '  File "<cell 1>", line 3, in <module>')
+
+    def test_bad_globals_are_a_protocol_error(self):
+        for names in ([1], {"1x": 1}, {"__builtins__": {}}, "x"):
+            msgs = self.run_with("1", names)
+            self.assertEqual((of(msgs, "error")[0]["ename"], reply(msgs)["status"]),
+                             ("ProtocolError", "error"), names)
+        self.assertEqual(result(self.k.execute("len([1])")), "1")   # builtins intact
+
+    def test_call_sees_globals_in_its_module(self):
+        rid = self.k.send("call_request", {"code": "def f():\n    return G * 2\n", "filename": "tool.py",
+                                           "function": "f", "globals": {"G": 21}})
+        self.assertEqual(self.k.until("call_reply", rid)[-1]["content"], {"status": "ok", "value": 42})
+        rid = self.k.send("call_request", {"code": "def f():\n    return 1\n", "filename": "tool.py",
+                                           "function": "f", "globals": {"a b": 1}})
+        self.assertEqual(self.k.until("call_reply", rid)[-1]["content"]["error"]["ename"], "ProtocolError")
+
+
 class TestCallLint(KernelTest):
     config = {"lint": {"deny_calls": ["os.system"]}}
 

@@ -251,10 +251,11 @@ class Context:
 
 
 class Exec:
-    """An execute_request in the foreground."""
+    """An execute_request or a call_request in the foreground: content is what
+    the kernel is sent, reply the msg_type that answers it."""
 
-    def __init__(self, rid, ctx, code, stop_on_error, new):
-        self.id, self.ctx, self.code, self.stop_on_error, self.new = rid, ctx, code, stop_on_error, new
+    def __init__(self, rid, ctx, content, reply, new):
+        self.id, self.ctx, self.content, self.reply, self.new = rid, ctx, content, reply, new
         self.sent = False
         self.status = None               # "timeout" or "killed" once interrupted
         self.timers = []
@@ -350,7 +351,8 @@ class Agent:
         rid = rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
         mt, content = msg.get("msg_type"), msg.get("content")
         content = {} if content is None else content
-        handler = {"execute_request": self.on_execute, "interrupt_request": self.on_interrupt,
+        handler = {"execute_request": self.on_execute, "call_request": self.on_call,
+                   "interrupt_request": self.on_interrupt,
                    "command_request": self.on_command, "command_status_request": self.on_command_status,
                    "command_kill_request": self.on_command_kill,
                    "shutdown_request": lambda rid, _: self.shutdown(rid, reply=True)}.get(mt)
@@ -368,8 +370,8 @@ class Agent:
     def error_reply(self, mt, rid, content):
         """The reply with status error that a request of msg_type mt expects, if any."""
         c = content if isinstance(content, dict) else {}
-        if mt == "execute_request":
-            self.send("execute_reply", {"status": "error", "execution_count": None,
+        if mt in ("execute_request", "call_request"):
+            self.send(mt.replace("request", "reply"), {"status": "error", "execution_count": None,
                                         "language": c.get("language"), "context": c.get("context", "default"),
                                         "context_new": False, "context_lost": False,
                                         "stdout_truncated": False, "stderr_truncated": False}, rid)
@@ -386,18 +388,37 @@ class Agent:
 
     # -- executes
     def on_execute(self, rid, c):
+        stop = c.get("stop_on_error", True)
+        if not isinstance(stop, bool):
+            raise BadRequest("execute_request: stop_on_error must be a boolean")
+        self.start_exec(rid, c, "execute_request", {"code": c.get("code"), "stop_on_error": stop})
+
+    def on_call(self, rid, c):
+        """Function mode in a context: the kernel loads the tool's source as a
+        module of its own and calls the function (runners/PROTOCOL.md)."""
+        function, filename, args = c.get("function"), c.get("filename", "tool.py"), c.get("args")
+        if not isinstance(function, str) or not isinstance(filename, str) \
+                or not (args is None or isinstance(args, (dict, list))):
+            raise BadRequest("call_request needs function (a string), filename (a string, optional) "
+                             "and args (an object or an array, optional)")
+        self.start_exec(rid, c, "call_request", {"code": c.get("code"), "filename": filename,
+                                                 "function": function, "args": args})
+
+    def start_exec(self, rid, c, mt, content):
         code, language, name = c.get("code"), c.get("language"), c.get("context", "default")
         language = ALIASES.get(language, language) if isinstance(language, str) else language
-        stop, timeout_ms = c.get("stop_on_error", True), c.get("timeout_ms") or 0
+        timeout_ms, names = c.get("timeout_ms") or 0, c.get("globals")
         if not isinstance(code, str) or not isinstance(language, str) or language not in KERNELS \
                 or not isinstance(name, str):
             names = list(KERNELS)
-            raise BadRequest("execute_request needs code (a string), language (%s) and context "
-                             "(a string, optional)" % " or ".join(filter(None, [", ".join(names[:-1]), names[-1]])))
-        if not isinstance(stop, bool) or type(timeout_ms) is not int or timeout_ms < 0:
-            raise BadRequest("execute_request: stop_on_error must be a boolean, timeout_ms an integer >= 0")
+            raise BadRequest("%s needs code (a string), language (%s) and context (a string, "
+                             "optional)" % (mt, " or ".join(filter(None, [", ".join(names[:-1]), names[-1]]))))
+        if type(timeout_ms) is not int or timeout_ms < 0 or not (names is None or isinstance(names, dict)):
+            raise BadRequest("%s: timeout_ms must be an integer >= 0, globals an object" % mt)
+        if names is not None:
+            content["globals"] = names
         if self.fg is not None:
-            return self.busy("execute_request", rid, c)
+            return self.busy(mt, rid, c)
         ctx = self.contexts.get((language, name))
         new = ctx is None
         if new:
@@ -405,9 +426,9 @@ class Agent:
                 ctx = self.start_context(language, name)
             except (OSError, ValueError) as e:
                 self.error(type(e).__name__, "cannot start the %s kernel: %s" % (language, e), rid)
-                return self.error_reply("execute_request", rid, c)
+                return self.error_reply(mt, rid, c)
             self.send("context", {"language": language, "context": name, "state": "started", "pid": ctx.pid}, rid)
-        ex = self.fg = ctx.exec = Exec(rid, ctx, code, stop, new)
+        ex = self.fg = ctx.exec = Exec(rid, ctx, content, mt.replace("request", "reply"), new)
         ctx.last_id = rid
         if timeout_ms:
             ex.timers.append(self.later(timeout_ms / 1000, lambda: self.interrupt(ex, "timeout")))
@@ -435,8 +456,7 @@ class Agent:
 
     def forward(self, ex):
         ex.sent = True
-        req = {"msg_type": "execute_request", "id": ex.id,
-               "content": {"code": ex.code, "stop_on_error": ex.stop_on_error}}
+        req = {"msg_type": ex.reply.replace("reply", "request"), "id": ex.id, "content": dict(ex.content)}
         if getattr(ex, "deadline", None):
             req["content"].update(deadline=ex.deadline[0], timeout_ms=ex.deadline[1])
         ex.ctx.pending += json_line(req)
@@ -509,7 +529,7 @@ class Agent:
             ctx.start_timer.cancel()
             if ex is not None and not ex.sent:
                 self.forward(ex)
-        elif msg.get("msg_type") == "execute_reply" and ex is not None and ex.sent and msg.get("parent_id") == ex.id:
+        elif ex is not None and ex.sent and msg.get("msg_type") == ex.reply and msg.get("parent_id") == ex.id:
             content = msg.get("content")
             self.drain_stderr(ctx)       # what it wrote there before replying comes first
             self.finish_exec(ex, dict(content) if isinstance(content, dict) else {}, lost=False)
@@ -538,7 +558,7 @@ class Agent:
             ex.ctx.exec = None
         if self.fg is ex:
             self.fg = None
-        self.send("execute_reply", content, ex.id)
+        self.send(ex.reply, content, ex.id)
 
     def lost_reply(self, status, rc=None, died=False):
         content = {"status": status, "execution_count": None}

@@ -285,6 +285,68 @@ class TestExecute(AgentTest):
         self.assertEqual(result(self.a.execute("6 * 7")), "42")
 
 
+TOOL = """
+import __main__
+class MyTool:
+    def run(self, numbers, scale=1):
+        return {"sum": sum(numbers) * scale, "seen": getattr(__main__, "x", None)}
+def slow():
+    while True:
+        pass
+def greet():
+    return GREETING
+"""
+
+
+class TestCall(AgentTest):
+    def call(self, function, args=None, **kw):
+        return self.a.request("call_request", dict(code=TOOL, language="python", context="default",
+                                                   function=function, args=args, **kw), "call_reply")
+
+    def test_call_in_the_sessions_context(self):
+        self.a.execute("x = 41")
+        msgs = self.call("MyTool.run", {"numbers": [1, 2], "scale": 2})
+        self.assertEqual(msgs[-1]["msg_type"], "call_reply")
+        self.assertEqual(msgs[-1]["content"], {"status": "ok", "value": {"sum": 6, "seen": 41},
+                                               "language": "python", "context": "default",
+                                               "context_new": False, "context_lost": False})
+        self.assertEqual(result(self.a.execute("x + 1")), "42")   # the context goes on
+
+    def test_typed_errors_and_globals(self):
+        err = self.call("nope")[-1]["content"]
+        self.assertEqual((err["status"], err["error"]["ename"], err["context_new"]),
+                         ("error", "FunctionNotFound", True))
+        err = self.call("MyTool.run", {"wrong": 1})[-1]["content"]
+        self.assertEqual(err["error"]["ename"], "ArgumentError")
+        ok = self.call("greet", [], globals={"GREETING": "hi"})[-1]["content"]
+        self.assertEqual((ok["status"], ok["value"]), ("ok", "hi"))
+
+    def test_call_timeout_is_a_timeout(self):
+        msgs = self.call("slow", timeout_ms=300)
+        self.assertEqual(msgs[-1]["content"]["status"], "timeout")
+        self.assertEqual(msgs[-1]["content"]["error"]["ename"], "TimeoutError")
+        self.assertEqual(msgs[-1]["content"]["context_lost"], False)
+
+    def test_bad_call_request(self):
+        msgs = self.a.request("call_request", {"code": TOOL, "language": "python", "function": 3}, "call_reply")
+        self.assertEqual(of(msgs, "error")[0]["ename"], "ProtocolError")
+        self.assertEqual(msgs[-1]["content"]["status"], "error")
+
+
+class TestGlobals(AgentTest):
+    def test_globals_before_the_cell(self):
+        msgs = self.a.execute("print(a + b)\na * b", globals={"a": 6, "b": 7})
+        self.assertEqual((text(msgs), result(msgs), reply(msgs)["status"]), ("13\n", "42", "ok"))
+        msgs = self.a.execute("1\n1/0", globals={"a": 1})
+        tb = of(msgs, "error")[0]["traceback"]
+        self.assertTrue(any("line 2" in line for line in tb), tb)   # no line moved
+
+    def test_bad_globals_refused(self):
+        msgs = self.a.execute("1", globals=[1])
+        self.assertEqual(of(msgs, "error")[0]["ename"], "ProtocolError")
+        self.assertEqual(reply(msgs)["status"], "error")
+
+
 class TestFakeKernel(unittest.TestCase):
     def test_relay(self):
         runners = tempfile.mkdtemp(prefix="ward-runners-")

@@ -1,6 +1,7 @@
 /* tests/fuzz/fuzz-request.c — the body of POST /v1/executions, as the
- * service core parses it (lib/service/request.c: language or command, files,
- * policy overrides on a copy of the default policy, timeout), must never
+ * service core parses it (lib/service/request.c: language or command,
+ * function and args, globals, inline artifacts, files, policy overrides
+ * on a copy of the default policy, timeout), must never
  * crash or leak on any input, and every refusal must come with an error
  * body. The HTTP layer's size and depth limits come before it; this
  * target feeds it everything. */

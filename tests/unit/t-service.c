@@ -88,6 +88,63 @@ static void refusals(struct ward_service *svc, const struct ward_key_info *key)
 	json_decref(e);
 }
 
+/* Function mode, globals and inline artifacts: each bad field by name. */
+static void call_refusals(struct ward_service *svc, const struct ward_key_info *key)
+{
+	static const struct {
+		const char *body, *field, *why;
+	} bad[] = {
+		{ "{\"language\":\"python\",\"code\":\"\",\"function\":\"My Tool\"}", "function", "a space" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"function\":\"a..b\"}", "function", "an empty part" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"function\":\".a\"}", "function", "a leading dot" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"function\":\"1a\"}", "function", "a digit first" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"function\":\"\"}", "function", "empty" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"function\":[\"f\"]}", "function", "not a string" },
+		{ "{\"language\":\"bash\",\"code\":\"\",\"function\":\"f\"}", "function", "bash" },
+		{ "{\"command\":[\"true\"],\"function\":\"f\"}", "function", "with a command" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"function\":\"f\",\"args\":1}", "args", "a number" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"function\":\"f\",\"args\":\"x\"}", "args", "a string" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"args\":{}}", "args", "without function" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"globals\":[]}", "globals", "an array" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"globals\":{\"a b\":1}}", "globals.a b", "a space in a name" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"globals\":{\"\":1}}", "globals.", "an empty name" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"globals\":{\"__name__\":1}}", "globals.__name__", "a dunder" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"globals\":{\"$x\":1}}", "globals.$x", "a '$' for python" },
+		{ "{\"language\":\"bash\",\"code\":\"\",\"globals\":{\"a\":1}}", "globals", "bash" },
+		{ "{\"command\":[\"true\"],\"globals\":{\"a\":1}}", "globals", "a command" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"artifacts\":true}", "artifacts", "not an object" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"artifacts\":{\"inline\":1}}", "artifacts.inline", "not a boolean" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"artifacts\":{\"max_bytes\":-1}}", "artifacts.max_bytes", "negative" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"artifacts\":{\"max_bytes\":\"1M\"}}", "artifacts.max_bytes", "a string" },
+		{ "{\"language\":\"python\",\"code\":\"\",\"artifacts\":{\"copy\":true}}", "artifacts.copy", "an unknown key" },
+		{ "{\"command\":[\"true\"],\"artifacts\":{\"inline\":true}}", "artifacts.inline", "a command" },
+	};
+	struct ward_reply r;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ward_service_execute(svc, key, bad[i].body, strlen(bad[i].body), false, &r);
+		ok(refused(&r, 400, "invalid_request", bad[i].field), "%s: %s refused", bad[i].field,
+		   bad[i].why);
+	}
+	/* 1025 names, and one value over 4 MiB */
+	size_t cap = (5u << 20) + 64 * 1100, off = 0;
+	char *b = malloc(cap);
+	if (!b)
+		return;
+	off += (size_t)snprintf(b + off, cap - off, "{\"language\":\"python\",\"code\":\"\",\"globals\":{");
+	for (int i = 0; i < 1025; i++)
+		off += (size_t)snprintf(b + off, cap - off, "%s\"v%d\":%d", i ? "," : "", i, i);
+	snprintf(b + off, cap - off, "}}");
+	ward_service_execute(svc, key, b, strlen(b), false, &r);
+	ok(refused(&r, 400, "invalid_request", "globals"), "globals: more than 1024 names refused");
+	off = (size_t)snprintf(b, cap, "{\"language\":\"python\",\"code\":\"\",\"globals\":{\"a\":\"");
+	memset(b + off, 'x', 4u << 20);
+	off += 4u << 20;
+	snprintf(b + off, cap - off, "\"}}");
+	ward_service_execute(svc, key, b, strlen(b), false, &r);
+	ok(refused(&r, 400, "invalid_request", "globals"), "globals: over 4 MiB of JSON refused");
+	free(b);
+}
+
 static void uploads(struct ward_service *svc)
 {
 	struct ward_service_error e;
@@ -224,6 +281,7 @@ int main(void)
 	svc = service(4, tmp);
 	refusals(svc, &key);
 	credentials(svc, &key);
+	call_refusals(svc, &key);
 	uploads(svc);
 	one_execution(svc, &key);
 	ward_service_free(svc);

@@ -23,14 +23,16 @@ class CallError(Exception):
         self.ename, self.evalue = ename, evalue
 
 
-def call_value(kernel, code, filename, function, args):
-    """Load the tool's code, find the target, bind the arguments, call it."""
+def call_value(kernel, code, filename, function, args, names=None):
+    """Load the tool's code, find the target, bind the arguments, call it.
+    names (the request's globals) are the module's before its code runs."""
     kernel.add_source(filename, code)
     tree = ast.parse(code, filename)
     if kernel.lint_failed(tree, code):
         raise CallError("PolicyViolation", "the code was not run: see the policy_violation "
                         "messages (lint.deny_imports, lint.deny_calls)")
     module = new_module(kernel, filename)
+    module.__dict__.update(names or {})
     exec(compile(tree, filename, "exec", dont_inherit=True), module.__dict__)
     target = resolve(module, function, filename)
     if args is None:

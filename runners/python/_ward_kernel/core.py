@@ -141,9 +141,15 @@ class Kernel:
         status = "error"
         self.ch.set_busy(True)
         try:
+            names = content.get("globals")
             if not isinstance(code, str):
                 self.protocol_error("execute_request: content.code must be a string")
+            elif not globals_ok(names):
+                self.protocol_error("execute_request: content.globals must be an object whose "
+                                    "keys are identifiers")
             else:
+                if names:            # before the code, outside it: no line of the cell moves
+                    self.ns.update(names)
                 self.count += 1
                 self.add_user_site()
                 self.running = True
@@ -228,8 +234,7 @@ class Kernel:
 
     def report(self, e, filename):
         if isinstance(e, KeyboardInterrupt) and self.deadline:
-            import time
-            if time.monotonic() >= self.deadline[0] - 0.005:
+            if timed_out(self.deadline):
                 self.ch.message("error", self.errors().timeout(e, filename, self.deadline[1]))
                 return "error"
         self.ch.message("error", self.errors().content(e, filename))
@@ -381,16 +386,24 @@ class Kernel:
         from _ward_kernel.errors import human_size
         code, filename = content.get("code"), content.get("filename") or "tool.py"
         function, args = content.get("function"), content.get("args")
+        names = content.get("globals")
+        deadline, ms = content.get("deadline"), content.get("timeout_ms")
+        self.deadline = (deadline, ms) if type(deadline) in (int, float) and type(ms) is int else None
         try:
             if not (isinstance(code, str) and isinstance(filename, str) and isinstance(function, str)):
                 raise CallError("ProtocolError", "call_request: content.code, content.filename "
                                 "and content.function must be strings")
+            if not globals_ok(names):
+                raise CallError("ProtocolError", "call_request: content.globals must be an object "
+                                "whose keys are identifiers")
             self.add_user_site()
             self.running = True
-            value = call_value(self, code, filename, function, args)
+            value = call_value(self, code, filename, function, args, names)
         except CallError as e:
             return self.call_error({"ename": e.ename, "evalue": e.evalue, "traceback": []})
         except BaseException as e:
+            if isinstance(e, KeyboardInterrupt) and self.deadline and timed_out(self.deadline):
+                return self.call_error(self.errors().timeout(e, filename, self.deadline[1]))
             return self.call_error(self.errors().content(e, filename))
         finally:
             self.running = False
@@ -408,6 +421,19 @@ class Kernel:
 
     def call_error(self, error):
         self.ch.message("call_reply", {"status": "error", "error": error})
+
+
+def timed_out(deadline):
+    """An interrupt at or past a session call's deadline is its timeout."""
+    import time
+    return time.monotonic() >= deadline[0] - 0.005
+
+
+def globals_ok(names):
+    """A request's globals: absent, or an object whose keys are identifiers
+    that are not the interpreter's own __dunder__ names."""
+    return names is None or isinstance(names, dict) and all(
+        k.isidentifier() and not (k.startswith("__") and k.endswith("__")) for k in names)
 
 
 class ImportHooks:
