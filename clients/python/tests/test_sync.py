@@ -97,6 +97,15 @@ class TestOneShot(unittest.TestCase):
             ward.call("def f():\n    return {1, 2}\n", "f")
         self.assertEqual(cm.exception.name, "SerializationError")
 
+    def test_inline_artifacts(self):
+        """artifacts=True: the files the code wrote come back with their bytes"""
+        ex = ward.run("open('out.bin', 'wb').write(bytes(range(5)))\nopen('t.txt', 'w').write('x' * 10)",
+                      artifacts=True)
+        got = {a.path: a.content for a in ex.artifacts}
+        self.assertEqual(got, {"out.bin": bytes(range(5)), "t.txt": b"x" * 10})
+        ex = ward.run("open('big', 'w').write('y' * 100)", artifacts=10)
+        self.assertEqual([(a.path, a.size, a.content) for a in ex.artifacts], [("big", 100, None)])
+
     def test_globals(self):
         """globals= sets names in the program's namespace before it runs"""
         try:

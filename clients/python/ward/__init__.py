@@ -17,7 +17,7 @@ here as AsyncSandbox, run_async and call_async.
 """
 from .errors import *  # noqa: F401,F403
 from .errors import __all__ as _errors_all
-from .models import (CommandResult, Context, EntryInfo, Execution, ExecutionError, Logs,
+from .models import (Artifact, CommandResult, Context, EntryInfo, Execution, ExecutionError, Logs,
                      Result, SandboxInfo, Verdict, WriteInfo)
 from .sandbox import CommandHandle, Sandbox, call, run, run_command
 from .aio import AsyncCommandHandle, AsyncSandbox
@@ -28,6 +28,6 @@ from .aio import run_command as run_command_async
 __version__ = "0.1.0"
 
 __all__ = ["Sandbox", "AsyncSandbox", "run", "call", "run_command", "run_async", "call_async", "run_command_async",
-           "CommandHandle", "AsyncCommandHandle", "Execution", "ExecutionError", "Logs",
+           "CommandHandle", "AsyncCommandHandle", "Artifact", "Execution", "ExecutionError", "Logs",
            "Result", "Verdict", "CommandResult", "EntryInfo", "WriteInfo", "SandboxInfo",
            "Context", "__version__"] + list(_errors_all)

@@ -7,7 +7,7 @@ import os
 import urllib.parse
 
 from . import errors
-from .models import CommandResult, Execution, ExecutionError, Logs, Result, Verdict
+from .models import Artifact, CommandResult, Execution, ExecutionError, Logs, Result, Verdict
 
 DEFAULT_URL = "unix:///run/ward/ward.sock"
 NDJSON = "application/x-ndjson"
@@ -122,8 +122,12 @@ def file_entries(files):
 
 
 def oneshot_body(code, language, files=None, policy=None, timeout=None, globals=None,
-                 function=None, args=None, command=None):
+                 function=None, args=None, command=None, artifacts=None):
     body = {"command": command} if command is not None else {"language": language, "code": code}
+    if artifacts:
+        # True: inline within the operator's cap; a number: at most that many bytes
+        body["artifacts"] = {"inline": True} if artifacts is True else \
+            {"inline": True, "max_bytes": int(artifacts)}
     for k, v in (("files", file_entries(files)), ("policy", policy), ("timeout", timeout),
                  ("globals", globals)):
         if v is not None:
@@ -202,7 +206,8 @@ class StreamState:
         else:
             ex.logs = self.logs
         ex.value = v.get("value")
-        ex.artifacts = v.get("artifacts") or []
+        ex.artifacts = [Artifact.from_json(a) for a in v.get("artifacts") or []
+                        if isinstance(a, dict)]
         ex.context_new = bool(v.get("context_new"))
         ex.context_lost = bool(v.get("context_lost"))
         return ex

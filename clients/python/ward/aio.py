@@ -235,9 +235,10 @@ async def _oneshot(body, timeout, request_timeout, url, api_key, callbacks=(None
 
 async def run(code, language="python", files=None, policy=None, timeout=None, globals=None,
               on_stdout=None, on_stderr=None, on_result=None, on_error=None, url=None,
-              api_key=None, request_timeout=None, raise_on_limit=True):
+              api_key=None, request_timeout=None, raise_on_limit=True, artifacts=None):
     """As ward.run, for asyncio."""
-    body = _core.oneshot_body(code, language, files, policy, timeout, globals)
+    body = _core.oneshot_body(code, language, files, policy, timeout, globals,
+                              artifacts=artifacts)
     st = await _oneshot(body, timeout, request_timeout, url, api_key,
                         (on_stdout, on_stderr, on_result, on_error))
     return _core.finish_execution(st, raise_on_limit)

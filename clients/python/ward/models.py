@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field as dc_field
 from typing import Any, Optional
 
-__all__ = ["Logs", "Result", "ExecutionError", "Verdict", "Execution",
+__all__ = ["Artifact", "Logs", "Result", "ExecutionError", "Verdict", "Execution",
            "CommandResult", "EntryInfo", "WriteInfo", "SandboxInfo", "Context"]
 
 
@@ -117,6 +117,26 @@ class Verdict:
         return cls(status=v.get("status", "error"), exit_code=v.get("exit_code"),
                    signal=v.get("signal"), limit=v.get("limit"),
                    usage=v.get("usage") or {}, raw=v)
+
+
+@dataclass
+class Artifact:
+    """A file the code created or changed under /workspace: `path`,
+    `size`, `sha256`, `mime_type`, and `content` (bytes) when a one-shot
+    asked for its files inline and this one fit the cap (else None)."""
+    path: str
+    size: Optional[int] = None
+    sha256: Optional[str] = None
+    mime_type: Optional[str] = None
+    content: Optional[bytes] = None
+    raw: dict = dc_field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, a):
+        c = a.get("content")
+        return cls(path=a.get("path"), size=a.get("size"), sha256=a.get("sha256"),
+                   mime_type=a.get("mime_type"),
+                   content=base64.b64decode(c) if isinstance(c, str) else None, raw=a)
 
 
 @dataclass

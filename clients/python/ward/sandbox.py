@@ -276,11 +276,14 @@ def _oneshot(body, timeout, request_timeout, url, api_key, callbacks=(None,) * 4
 
 def run(code, language="python", files=None, policy=None, timeout=None, globals=None,
         on_stdout=None, on_stderr=None, on_result=None, on_error=None, url=None, api_key=None,
-        request_timeout=None, raise_on_limit=True):
+        request_timeout=None, raise_on_limit=True, artifacts=None):
     """A one-shot: `code` runs in a fresh sandbox that is destroyed after;
     an Execution, as Sandbox.run_code. `files` ({path: str | bytes}) are
-    written into /workspace first; `policy` may only tighten the daemon's."""
-    body = _core.oneshot_body(code, language, files, policy, timeout, globals)
+    written into /workspace first; `policy` may only tighten the daemon's.
+    artifacts=True (or a byte cap) brings the files the code created or
+    changed back inline: Execution.artifacts[i].content."""
+    body = _core.oneshot_body(code, language, files, policy, timeout, globals,
+                              artifacts=artifacts)
     st = _oneshot(body, timeout, request_timeout, url, api_key,
                   (on_stdout, on_stderr, on_result, on_error))
     return _core.finish_execution(st, raise_on_limit)
