@@ -82,3 +82,18 @@ def wait_for(what, pred, limit=10.0):
 
 def session_status(sid):
     return raw("GET", f"/v1/sessions/{sid}")[1].get("status")
+
+
+_cgroup = []
+
+
+def cgroup_missing():
+    """The skip reason when the daemon's sandboxes have no cgroup (rootless
+    without delegation): OOM kills and refused forks are then not counted
+    for the sandbox, and memory_limit / pids_limit never come. Else None."""
+    if not _cgroup:
+        import ward
+        degraded = ward.run("1").verdict.raw.get("degraded") or []
+        _cgroup.append("no usable cgroup for this user (rootless without delegation): "
+                       "memory_limit and pids_limit need one" if "cgroup" in degraded else None)
+    return _cgroup[0]

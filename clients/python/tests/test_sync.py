@@ -8,7 +8,7 @@ import time
 import unittest
 
 import ward
-from support import (KEY, KEY_NOFILES, KEY_SMALL, NEEDS_DAEMON, URL, killed_count, raw,
+from support import (KEY, KEY_NOFILES, KEY_SMALL, NEEDS_DAEMON, URL, cgroup_missing, killed_count, raw,
                      running_oneshots, session_status, wait_for)
 
 
@@ -133,12 +133,16 @@ class TestVerdictErrors(unittest.TestCase):
         self.assertIn("timeout", e.hint)
 
     def test_memory(self):
+        if cgroup_missing():
+            self.skipTest(cgroup_missing())
         e = self.check(ward.MemoryLimitError, "memory_limit",
                        lambda: ward.run("b = bytearray(400 << 20)", policy={"limits": {"memory": "64M"}}))
         self.assertEqual(e.limit["name"], "memory")
         self.assertIn("memory", e.hint)
 
     def test_pids(self):
+        if cgroup_missing():
+            self.skipTest(cgroup_missing())
         self.check(ward.PidsLimitError, "pids_limit",
                    lambda: ward.run("import os\nwhile True: os.fork()", policy={"limits": {"pids": 16}}))
 
