@@ -45,6 +45,13 @@ test_expect_success SDK 'the sdist builds, and installs offline too' '
 	PIP_NO_INDEX=1 PIP_NO_CACHE_DIR=1 "$TEST_TMP/venv2/bin/pip" install -q "$TEST_TMP/$out" &&
 	(cd / && "$TEST_TMP/venv2/bin/python" -c "import ward.aio")
 '
+test_expect_success SDK,SERVE 'examples/agent_reflection.py: the error and its hint go back, the corrected code runs' '
+	out=$(cd "$TEST_TMP" && WARD_URL="unix://$SOCK" WARD_API_KEY="$KEY" \
+		"$VENV/bin/python" "$SRCDIR/examples/agent_reflection.py") &&
+	expect_contains "$out" "hint: IPython is not installed" &&
+	expect_contains "$out" "KeyError: '"'"'Price'"'"'" &&
+	expect_contains "$out" "answer: 1.5"
+'
 
 # The suite's own TAP lines, numbered after ours.
 if [ -z "${prereq_missing[SDK]:-}${prereq_missing[SERVE]:-}" ] && [ -x "$VENV/bin/python" ]; then
