@@ -16,6 +16,8 @@ PY=/usr/bin/python3
 "$PY" -c 'import ensurepip, venv' 2>/dev/null ||
 	test_set_prereq_missing SDK "python3-venv is not installed (no ensurepip for $PY)"
 
+# the installed package, never a source tree on the path
+unset PYTHONPATH PYTHONHOME
 VENV=$TEST_TMP/venv
 CONF=$D/serve.json
 if [ -z "${prereq_missing[SERVE]:-}" ]; then
