@@ -28,6 +28,58 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock = s
 
 
+class _Watchdog:
+    """One thread for every stream's deadline (a threading.Timer per call
+    would start a thread per call): a heap of (when, seq, callback)."""
+
+    def __init__(self):
+        self._heap = []
+        self._seq = 0
+        self._cv = threading.Condition()
+        self._thread = None
+
+    def add(self, delay, fn):
+        import heapq
+        entry = [time.monotonic() + delay, 0, fn]
+        with self._cv:
+            self._seq += 1
+            entry[1] = self._seq
+            heapq.heappush(self._heap, entry)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="ward-deadlines",
+                                                daemon=True)
+                self._thread.start()
+            self._cv.notify()
+        return entry
+
+    @staticmethod
+    def cancel(entry):
+        entry[2] = None
+
+    def _run(self):
+        import heapq
+        while True:
+            with self._cv:
+                while self._heap and self._heap[0][2] is None:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cv.wait()
+                    continue
+                wait = self._heap[0][0] - time.monotonic()
+                if wait > 0:
+                    self._cv.wait(wait)
+                    continue
+                fn = heapq.heappop(self._heap)[2]
+            if fn is not None:
+                try:
+                    fn()
+                except Exception:
+                    pass
+
+
+_WATCHDOG = _Watchdog()
+
+
 class Transport:
     """One endpoint's connections. Thread-safe: a request takes a pooled
     connection (or makes one) and gives it back when its answer was read
@@ -182,9 +234,7 @@ class Transport:
             conn.close() if resp.will_close else self._give(conn)
             raise errors.api_error(resp.status, err)
         state.execution_id = resp.getheader("Ward-Execution-Id")
-        timer = threading.Timer(deadline, self._on_deadline, (state, conn))
-        timer.daemon = True
-        timer.start()
+        timer = _WATCHDOG.add(deadline, lambda: self._on_deadline(state, conn))
         ok = False
         try:
             while state.verdict is None:
@@ -208,7 +258,7 @@ class Transport:
                 self.cancel(state)
             raise
         finally:
-            timer.cancel()
+            _WATCHDOG.cancel(timer)
             if ok and not resp.will_close and resp.isclosed():
                 self._give(conn)
             else:
