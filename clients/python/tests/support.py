@@ -16,6 +16,8 @@ KEY = os.environ.get("WARD_API_KEY")
 # "small", allowed one session
 KEY_NOFILES = os.environ.get("WARD_TEST_KEY_NOFILES")
 KEY_SMALL = os.environ.get("WARD_TEST_KEY_SMALL")
+NEEDS_KEYS = unittest.skipUnless(KEY_NOFILES and KEY_SMALL,
+                                 "WARD_TEST_KEY_NOFILES and WARD_TEST_KEY_SMALL are not set")
 NEEDS_DAEMON = unittest.skipUnless(URL and KEY, "no daemon: WARD_URL and WARD_API_KEY are not set")
 
 

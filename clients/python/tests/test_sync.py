@@ -8,7 +8,7 @@ import time
 import unittest
 
 import ward
-from support import (KEY, KEY_NOFILES, KEY_SMALL, NEEDS_DAEMON, URL, cgroup_missing, killed_count, raw,
+from support import (KEY, KEY_NOFILES, KEY_SMALL, NEEDS_DAEMON, URL, NEEDS_KEYS, cgroup_missing, killed_count, raw,
                      running_oneshots, session_status, wait_for)
 
 
@@ -192,6 +192,7 @@ class TestAPIErrors(unittest.TestCase):
         with self.assertRaises(ward.NotFoundError):
             ward.Sandbox.connect("se_0000000000000000")
 
+    @NEEDS_KEYS
     def test_permission_denied(self):
         """a key without the files scope: 403 naming the scope"""
         with ward.Sandbox(api_key=KEY_NOFILES) as sbx:
@@ -199,6 +200,7 @@ class TestAPIErrors(unittest.TestCase):
                 sbx.files.read("x")
             self.assertEqual(cm.exception.field, "scope")
 
+    @NEEDS_KEYS
     def test_quota(self):
         """tenant "small" may have one session: the second names the quota"""
         with ward.Sandbox(api_key=KEY_SMALL):
