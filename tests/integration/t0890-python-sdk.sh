@@ -4,7 +4,8 @@
 # an index), then its unittest suite runs against this test's daemon — one
 # TAP line per test: sync and async sessions, one-shots, function calls,
 # files, commands, background commands, every error class, 10 async
-# executions at once, and cancellation seen from the daemon's side.
+# executions at once, and cancellation seen from the daemon's side; over
+# the unix socket, and the basics again over TCP (--listen).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/serve-lib.sh"
 
@@ -20,6 +21,7 @@ PY=/usr/bin/python3
 unset PYTHONPATH PYTHONHOME
 VENV=$TEST_TMP/venv
 CONF=$D/serve.json
+PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 if [ -z "${prereq_missing[SERVE]:-}" ]; then
 	cat > "$CONF" <<-EOF2
 	{"max_sessions_per_tenant": 16, "max_per_tenant": 32, "max_file": "1M",
@@ -28,7 +30,7 @@ if [ -z "${prereq_missing[SERVE]:-}" ]; then
 	KEY=$("$WARD" keys add --keys-file "$KEYS" --tenant acme --scopes execute,sessions,files,admin --json | key_of)
 	KEY_NOFILES=$("$WARD" keys add --keys-file "$KEYS" --tenant acme --scopes execute,sessions --json | key_of)
 	KEY_SMALL=$("$WARD" keys add --keys-file "$KEYS" --tenant small --scopes execute,sessions --json | key_of)
-	start_daemon --config "$CONF"
+	start_daemon --config "$CONF" --listen "127.0.0.1:$PORT"
 fi
 
 test_expect_success SDK 'pip installs the SDK offline into a fresh venv (no index, in-tree backend)' '
@@ -59,7 +61,7 @@ test_expect_success SDK,SERVE 'examples/agent_reflection.py: the error and its h
 if [ -z "${prereq_missing[SDK]:-}${prereq_missing[SERVE]:-}" ] && [ -x "$VENV/bin/python" ]; then
 	out=$(cd "$TEST_TMP" && WARD_URL="unix://$SOCK" WARD_API_KEY="$KEY" \
 		WARD_TEST_KEY_NOFILES="$KEY_NOFILES" WARD_TEST_KEY_SMALL="$KEY_SMALL" \
-		WARD_SDK_SRC="$TEST_TMP/sdk-src" timeout 600 \
+		WARD_TEST_TCP_URL="http://127.0.0.1:$PORT" WARD_SDK_SRC="$TEST_TMP/sdk-src" timeout 600 \
 		"$VENV/bin/python" "$SRCDIR/clients/python/tests/tap.py" --offset "$test_count" 2>&1)
 	rc=$?
 	printf '%s\n' "$out"

@@ -389,3 +389,45 @@ class TestCancel(unittest.TestCase):
                 sbx.run_code(self.SLOW, on_stdout=lambda _: threading.Thread(target=kill_it).start())
             self.assertEqual(cm.exception.execution.verdict.status, "killed")
             self.assertEqual(sbx.run_code("2").text, "2")
+
+
+TCP_URL = os.environ.get("WARD_TEST_TCP_URL")
+
+
+@NEEDS_DAEMON
+@unittest.skipUnless(TCP_URL, "WARD_TEST_TCP_URL (the daemon's --listen address) is not set")
+class TestTCP(unittest.TestCase):
+    """The same client over http://host:port."""
+
+    def test_oneshot_session_files(self):
+        self.assertEqual(ward.run("6 * 7", url=TCP_URL).text, "42")
+        with ward.Sandbox(url=TCP_URL) as sbx:
+            sbx.run_code("y = 2")
+            self.assertEqual(sbx.run_code("y * 3").text, "6")
+            sbx.files.write("t.txt", b"tcp")
+            self.assertEqual(sbx.files.read("t.txt"), "tcp")
+            self.assertEqual(sbx.commands.run("cat t.txt").stdout, "tcp")
+            with self.assertRaises(ward.PayloadTooLargeError):
+                sbx.files.write("big", b"\0" * (2 << 20))
+            self.assertEqual(sbx.run_code("1").text, "1")
+
+    def test_cancel(self):
+        before = killed_count()
+
+        def stop(_):
+            raise KeyboardInterrupt
+        with ward.Sandbox(url=TCP_URL) as sbx:
+            with self.assertRaises(KeyboardInterrupt):
+                sbx.run_code("print('go', flush=True)\nimport time\ntime.sleep(60)", on_stdout=stop)
+            wait_for("the daemon to count the killed call", lambda: killed_count() > before)
+
+    def test_async(self):
+        import asyncio
+
+        async def go():
+            async with ward.AsyncSandbox(url=TCP_URL) as sbx:
+                ex = await sbx.run_code("print('a')")
+                with self.assertRaises(ward.PayloadTooLargeError):
+                    await sbx.files.write("big", b"\0" * (2 << 20))
+                return ex.stdout, (await ward.run_async("1 + 1", url=TCP_URL)).text
+        self.assertEqual(asyncio.run(go()), ("a\n", "2"))
