@@ -14,8 +14,8 @@ drift hits them alike), timed by this client around the call:
 - sdk: ward.Sandbox.run_code (NDJSON, an Execution built, callbacks none);
 - sdk-async: ward.AsyncSandbox.run_code on one event loop.
 
-Prints p50/p99 per kind, and the SDK's p50 over raw's (ratio, and added
-milliseconds). Standard library only (the SDK from clients/python).
+Prints p50/p99 per kind, and the SDK's p50 over raw's and over raw
+NDJSON's, the same wire (ratio, and added milliseconds). Standard library only (the SDK from clients/python).
 """
 import argparse
 import asyncio
@@ -106,10 +106,11 @@ def main():
     print(f"{'kind':12} {'p50':>8} {'p99':>8} {'mean':>8}")
     for k, xs in times.items():
         print(f"{k:12} {pct(xs, 50):8.3f} {pct(xs, 99):8.3f} {statistics.mean(xs):8.3f}")
-    base = pct(times["raw"], 50)
-    for k in ("raw-ndjson", "sdk", "sdk-async"):
-        p = pct(times[k], 50)
-        print(f"# {k} / raw p50: {p / base:.2f} ({p - base:+.3f} ms)")
+    for ref, ks in (("raw", ("raw-ndjson", "sdk", "sdk-async")), ("raw-ndjson", ("sdk", "sdk-async"))):
+        base = pct(times[ref], 50)
+        for k in ks:
+            p = pct(times[k], 50)
+            print(f"# {k} / {ref} p50: {p / base:.2f} ({p - base:+.3f} ms)")
 
 
 if __name__ == "__main__":
