@@ -8,7 +8,7 @@ import ssl
 import time
 
 from . import errors
-from ._core import NDJSON, POOL_IDLE, POOL_MAX
+from ._core import NDJSON, POOL_IDLE, POOL_MAX, broken_stream
 
 _BLOCK = 1 << 16
 _MAX_HEADER_LINE = 1 << 16
@@ -298,21 +298,28 @@ class AsyncTransport:
             raise errors.api_error(resp.status, err)
         state.execution_id = resp.getheader("Ward-Execution-Id")
         dog = asyncio.ensure_future(self._watchdog(state, conn, deadline))
-        ok = False
+        ok = broken = False
         try:
             while state.verdict is None:
-                line = await resp.readline()
+                try:
+                    line = await resp.readline()
+                except (OSError, asyncio.IncompleteReadError, errors.WardConnectionError) as e:
+                    broken = e
+                    break
                 if not line:
+                    broken = "no verdict"
                     break
                 if line.strip():
                     state.feed(json.loads(line))
-            if state.verdict is not None:
-                await resp.read()
-            ok = True
-        except (OSError, asyncio.IncompleteReadError) as e:
-            raise errors.WardConnectionError(f"{self.ep.url}: the stream broke: {e}") from None
+            if not broken:
+                try:
+                    await resp.read()
+                    ok = True
+                except (OSError, asyncio.IncompleteReadError, errors.WardConnectionError):
+                    pass
         except BaseException:
-            if state.cancelled is None and state.verdict is None:
+            # a cancelled task, a callback's exception: end it on the server
+            if state.cancelled is None:
                 state.cancelled = "cancel"
                 try:
                     await asyncio.wait_for(self.cancel(state), 5.0)
@@ -325,6 +332,10 @@ class AsyncTransport:
                 self._release(conn, resp)
             else:
                 conn.close()
+        if broken:
+            if state.cancelled is None:
+                await self.cancel(state)
+            raise broken_stream(state, self.ep.url, broken)
         return state
 
     async def _watchdog(self, state, conn, deadline):

@@ -228,6 +228,17 @@ def finish_execution(state, raise_on_verdict=True):
     return ex
 
 
+def broken_stream(state, url, e):
+    """The exception for a stream that ended without its verdict: a
+    TimeoutError when the client's deadline had closed it, else a
+    WardConnectionError."""
+    if state.cancelled == "timeout":
+        return errors.TimeoutError(
+            "the client's deadline passed; the execution was cancelled on the server "
+            "(its connection closed)")
+    return errors.WardConnectionError(f"{url}: the stream broke: {e}")
+
+
 def finish_call(state):
     ex = finish_execution(state)
     if ex.verdict.status != "ok":
@@ -246,7 +257,7 @@ def command_result(v):
 def finish_command(state):
     """A foreground command's CommandResult; non-zero exit raises
     CommandExitError, a limit or cancel the verdict's exception."""
-    ex = finish_execution(state)
+    finish_execution(state)
     res = command_result(state.verdict)
     if res.status == "error":
         raise errors.CommandExitError(res)

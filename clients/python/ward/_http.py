@@ -9,7 +9,7 @@ import threading
 import time
 
 from . import errors
-from ._core import NDJSON, POOL_IDLE, POOL_MAX
+from ._core import NDJSON, POOL_IDLE, POOL_MAX, broken_stream
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -235,22 +235,25 @@ class Transport:
             raise errors.api_error(resp.status, err)
         state.execution_id = resp.getheader("Ward-Execution-Id")
         timer = _WATCHDOG.add(deadline, lambda: self._on_deadline(state, conn))
-        ok = False
+        ok = broken = False
         try:
             while state.verdict is None:
-                line = resp.readline()
+                try:
+                    line = resp.readline()
+                except (socket.timeout, http.client.HTTPException, OSError) as e:
+                    broken = e
+                    break
                 if not line:
+                    broken = "no verdict"
                     break
                 if line.strip():
                     state.feed(json.loads(line))
-            if state.verdict is not None:
-                # the chunked body's end
-                resp.read()
-            ok = True
-        except (socket.timeout, http.client.HTTPException, OSError) as e:
-            if state.cancelled is None:
-                self.cancel(state)
-            raise errors.WardConnectionError(f"{self.ep.url}: the stream broke: {e}") from None
+            if not broken:
+                try:
+                    resp.read()     # the chunked body's end
+                    ok = True
+                except (socket.timeout, http.client.HTTPException, OSError):
+                    pass
         except BaseException:
             # KeyboardInterrupt, a callback's exception: end it on the server
             if state.cancelled is None:
@@ -263,6 +266,10 @@ class Transport:
                 self._give(conn)
             else:
                 conn.close()
+        if broken:
+            if state.cancelled is None:
+                self.cancel(state)
+            raise broken_stream(state, self.ep.url, broken)
         return state
 
     def _on_deadline(self, state, conn):
