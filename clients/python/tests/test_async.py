@@ -69,7 +69,7 @@ class TestAsync(unittest.IsolatedAsyncioTestCase):
         took = time.monotonic() - t0
         self.assertEqual([e.stdout for e in exs], [f"n={i}\n" for i in range(10)])
         self.assertEqual(len({e.execution_id for e in exs}), 10)
-        self.assertLess(took, 6.0, "the ten ran one after another")
+        self.assertLess(took, 8.0, "the ten ran one after another (10 s or more)")
 
     async def test_ten_sessions_at_once(self):
         """10 sessions, each running a call, all at once"""

@@ -8,7 +8,7 @@ import time
 import unittest
 
 import ward
-from support import (KEY, KEY_NOFILES, KEY_SMALL, NEEDS_DAEMON, URL, NEEDS_KEYS, cgroup_missing, killed_count, raw,
+from support import (KEY_NOFILES, KEY_SMALL, NEEDS_DAEMON, NEEDS_KEYS, cgroup_missing, killed_count, raw,
                      running_oneshots, session_status, wait_for)
 
 
@@ -61,11 +61,8 @@ class TestOneShot(unittest.TestCase):
 
     def test_png(self):
         """a matplotlib chart comes back as a PNG result"""
-        try:
-            ex = ward.run("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
-                          "plt.plot([1, 2, 3])\nplt.show()")
-        except ward.WardError:
-            raise
+        ex = ward.run("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                      "plt.plot([1, 2, 3])\nplt.show()")
         if ex.error is not None and ex.error.name == "ModuleNotFoundError":
             self.skipTest("matplotlib is not installed on this host")
         pngs = [r for r in ex.results if r.png]
