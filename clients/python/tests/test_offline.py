@@ -45,6 +45,31 @@ class TestConfig(unittest.TestCase):
                 else:
                     os.environ[k] = v
 
+    def test_plain_http_warns(self):
+        """a key sent over plain HTTP to a host that is not loopback warns"""
+        import warnings
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            _core.Endpoint("http://127.0.0.1:8080", "k")
+            _core.Endpoint("http://localhost:8080", "k")
+            self.assertEqual(w, [])
+            _core.Endpoint("http://192.0.2.1:8080", "k")
+            self.assertEqual(len(w), 1)
+            self.assertIn("in clear", str(w[0].message))
+
+    def test_no_key_said(self):
+        """a 401 when no key was set says how to set one"""
+        body = b'{"error":{"code":"unauthorized","message":"a valid API key is required","field":null}}'
+        old = os.environ.pop("WARD_API_KEY", None)
+        try:
+            e = _core.Endpoint("unix:///x").refusal(401, body)
+        finally:
+            if old is not None:
+                os.environ["WARD_API_KEY"] = old
+        self.assertIsInstance(e, ward.AuthenticationError)
+        self.assertIn("WARD_API_KEY", e.message)
+        self.assertNotIn("WARD_API_KEY", _core.Endpoint("unix:///x", "k").refusal(401, body).message)
+
     def test_unreachable(self):
         """a socket nobody listens on is WardConnectionError (a ConnectionError)"""
         with tempfile.TemporaryDirectory() as d:

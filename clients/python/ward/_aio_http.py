@@ -261,7 +261,7 @@ class AsyncTransport:
             raise
         self._release(conn, resp)
         if resp.status >= 400:
-            raise errors.api_error(resp.status, data)
+            raise self.ep.refusal(resp.status, data)
         if raw:
             return data, resp
         return json.loads(data) if data else None
@@ -272,7 +272,7 @@ class AsyncTransport:
         if resp.status >= 400:
             data = await resp.read()
             self._release(conn, resp)
-            raise errors.api_error(resp.status, data)
+            raise self.ep.refusal(resp.status, data)
 
         async def chunks():
             try:
@@ -295,7 +295,7 @@ class AsyncTransport:
         if resp.status >= 400:
             err = await resp.read()
             self._release(conn, resp)
-            raise errors.api_error(resp.status, err)
+            raise self.ep.refusal(resp.status, err)
         state.execution_id = resp.getheader("Ward-Execution-Id")
         dog = asyncio.ensure_future(self._watchdog(state, conn, deadline))
         ok = broken = False

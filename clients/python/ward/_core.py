@@ -51,11 +51,34 @@ class Endpoint:
         if self.scheme == "unix":
             self.prefix = ""
 
+        if self.scheme == "http" and self.api_key and not _loopback(self.host):
+            import warnings
+            warnings.warn(f"{url}: the API key goes in clear over plain HTTP to a host that is "
+                          "not loopback (the daemon's API has no TLS); prefer the unix socket "
+                          "or a TLS proxy", stacklevel=3)
+
+    def refusal(self, status, body):
+        """The APIError for an error answer; a 401 without a key says so."""
+        e = errors.api_error(status, body)
+        if status == 401 and not self.api_key:
+            e.message += " (no API key was sent: set WARD_API_KEY or pass api_key=)"
+        return e
+
     def headers(self, extra=None):
         h = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         if extra:
             h.update(extra)
         return h
+
+
+def _loopback(host):
+    import ipaddress
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def qpath(path):

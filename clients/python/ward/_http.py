@@ -189,7 +189,7 @@ class Transport:
         else:
             self._give(conn)
         if resp.status >= 400:
-            raise errors.api_error(resp.status, data)
+            raise self.ep.refusal(resp.status, data)
         if raw:
             return data, resp
         return json.loads(data) if data else None
@@ -201,7 +201,7 @@ class Transport:
         if resp.status >= 400:
             data = resp.read()
             conn.close()
-            raise errors.api_error(resp.status, data)
+            raise self.ep.refusal(resp.status, data)
 
         def chunks():
             done = False
@@ -232,7 +232,7 @@ class Transport:
         if resp.status >= 400:
             err = resp.read()
             conn.close() if resp.will_close else self._give(conn)
-            raise errors.api_error(resp.status, err)
+            raise self.ep.refusal(resp.status, err)
         state.execution_id = resp.getheader("Ward-Execution-Id")
         timer = _WATCHDOG.add(deadline, lambda: self._on_deadline(state, conn))
         ok = broken = False
