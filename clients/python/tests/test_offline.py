@@ -34,8 +34,8 @@ class TestConfig(unittest.TestCase):
             e = _core.Endpoint()
             self.assertEqual((e.path, e.api_key), ("/x/y.sock", "wk_a_b"))
             self.assertEqual(e.headers()["Authorization"], "Bearer wk_a_b")
-            e = _core.Endpoint("http://h:1", "other")
-            self.assertEqual((e.host, e.api_key), ("h", "other"))
+            e = _core.Endpoint("http://localhost:1", "other")
+            self.assertEqual((e.host, e.api_key), ("localhost", "other"))
             del os.environ["WARD_URL"]
             self.assertEqual(_core.Endpoint().path, "/run/ward/ward.sock")
         finally:
