@@ -59,7 +59,8 @@ class TestAsync(unittest.IsolatedAsyncioTestCase):
             with self.assertRaises(ward.KilledError):
                 await h.wait(timeout=10)
         finally:
-            await sbx.kill()
+            self.assertTrue(await ward.AsyncSandbox.kill(sbx.sandbox_id))
+        self.assertFalse(await sbx.kill())
 
     async def test_ten_oneshots_at_once(self):
         """10 one-shots at once: each gets its own output, and they overlap"""

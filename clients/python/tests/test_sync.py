@@ -262,6 +262,10 @@ class TestSandbox(unittest.TestCase):
             self.assertEqual(again.run_code("x").text, "41")
             self.assertTrue(sbx.is_running())
         self.assertEqual(raw("GET", f"/v1/sessions/{sbx.sandbox_id}")[0], 404)
+        self.assertFalse(sbx.kill())
+        other = ward.Sandbox()
+        self.assertTrue(ward.Sandbox.kill(other.sandbox_id))      # E2B's class form
+        self.assertEqual(raw("GET", f"/v1/sessions/{other.sandbox_id}")[0], 404)
 
     def test_commands(self):
         with ward.Sandbox() as sbx:

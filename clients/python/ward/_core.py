@@ -355,3 +355,22 @@ def file_size(f):
         return end - pos
     except (AttributeError, OSError, ValueError):
         return None
+
+
+class instance_or_class:
+    """A method that works on an instance and on the class, as E2B's
+    kill(): `sbx.kill()` and `Sandbox.kill(sandbox_id)`."""
+
+    def __init__(self, on_instance):
+        self.on_instance = on_instance
+        self.on_class = None
+
+    def classmethod(self, f):
+        self.on_class = f
+        return self
+
+    def __get__(self, obj, cls):
+        import functools
+        if obj is None:
+            return functools.partial(self.on_class, cls)
+        return functools.partial(self.on_instance, obj)

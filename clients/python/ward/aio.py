@@ -77,7 +77,9 @@ class AsyncSandbox:
         except errors.NotFoundError:
             return False
 
+    @_core.instance_or_class
     async def kill(self):
+        """As Sandbox.kill; also `await AsyncSandbox.kill(sandbox_id)`."""
         try:
             await self._t.request("DELETE", f"/v1/sessions/{self.sandbox_id}")
             return True
@@ -85,6 +87,17 @@ class AsyncSandbox:
             return False
         finally:
             await self._t.close()
+
+    @kill.classmethod
+    async def kill(cls, sandbox_id, url=None, api_key=None):
+        t = AsyncTransport(Endpoint(url, api_key))
+        try:
+            await t.request("DELETE", f"/v1/sessions/{sandbox_id}")
+            return True
+        except errors.NotFoundError:
+            return False
+        finally:
+            await t.close()
 
     async def close(self):
         await self._t.close()

@@ -80,9 +80,11 @@ class Sandbox:
         except errors.NotFoundError:
             return False
 
+    @_core.instance_or_class
     def kill(self):
         """Ends the session (its sandbox and everything in it). True when it
-        was live; False when it was already gone."""
+        was live; False when it was already gone. Also
+        `Sandbox.kill(sandbox_id, url=, api_key=)`, as E2B."""
         try:
             self._t.request("DELETE", f"/v1/sessions/{self.sandbox_id}")
             return True
@@ -90,6 +92,17 @@ class Sandbox:
             return False
         finally:
             self._t.close()
+
+    @kill.classmethod
+    def kill(cls, sandbox_id, url=None, api_key=None):
+        t = Transport(Endpoint(url, api_key))
+        try:
+            t.request("DELETE", f"/v1/sessions/{sandbox_id}")
+            return True
+        except errors.NotFoundError:
+            return False
+        finally:
+            t.close()
 
     def close(self):
         """Closes the client's connections; the session stays."""
