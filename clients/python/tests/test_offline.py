@@ -70,6 +70,16 @@ class TestConfig(unittest.TestCase):
         self.assertIn("WARD_API_KEY", e.message)
         self.assertNotIn("WARD_API_KEY", _core.Endpoint("unix:///x", "k").refusal(401, body).message)
 
+    def test_no_injection(self):
+        """ids and keys that would break the request line or a header are refused"""
+        for bad in ("../v1/sessions", "se_1 HTTP/1.1", "se_1\r\nX: y", "", "..", "a" * 65):
+            with self.assertRaises(ward.WardError) as cm:
+                ward.Sandbox.connect(bad, url="unix:///nonexistent", api_key="k")
+            self.assertEqual(cm.exception.field, "sandbox_id")
+        with self.assertRaises(ward.WardError) as cm:
+            _core.Endpoint("unix:///x", "wk_a_b\r\nX-Evil: 1")
+        self.assertEqual(cm.exception.field, "api_key")
+
     def test_unreachable(self):
         """a socket nobody listens on is WardConnectionError (a ConnectionError)"""
         with tempfile.TemporaryDirectory() as d:

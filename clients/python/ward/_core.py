@@ -4,6 +4,7 @@ Execution (or a CommandResult). A rule exists here once; _http.py and
 _aio_http.py only move bytes."""
 import base64
 import os
+import re
 import urllib.parse
 
 from . import errors
@@ -39,6 +40,7 @@ class Endpoint:
                 raise errors.WardError(f"WARD_URL: a unix URL needs a socket path, got {url!r}",
                                        "url")
             self.scheme, self.path, self.host, self.port = "unix", path, "localhost", None
+            self.prefix = ""
         elif u.scheme in ("http", "https"):
             if not u.hostname:
                 raise errors.WardError(f"WARD_URL: no host in {url!r}", "url")
@@ -48,9 +50,10 @@ class Endpoint:
         else:
             raise errors.WardError(
                 f"WARD_URL: expected unix:///path or http://host:port, got {url!r}", "url")
-        if self.scheme == "unix":
-            self.prefix = ""
-
+        if self.api_key is not None and not _KEY.fullmatch(self.api_key):
+            # it goes into a header line: nothing that could end or split it
+            raise errors.WardError("api_key: expected printable ASCII without spaces "
+                                   "(wk_<id>_<secret>)", "api_key")
         if self.scheme == "http" and self.api_key and not _loopback(self.host):
             import warnings
             warnings.warn(f"{url}: the API key goes in clear over plain HTTP to a host that is "
@@ -69,6 +72,19 @@ class Endpoint:
         if extra:
             h.update(extra)
         return h
+
+
+_KEY = re.compile(r"[\x21-\x7e]*")
+_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def check_id(value, field):
+    """A session or command id as it goes into a URL path: the daemon's own
+    form ([A-Za-z0-9._-], at most 64), never a path or a header injection."""
+    if not isinstance(value, str) or not _ID.fullmatch(value) or value in (".", ".."):
+        raise errors.WardError(f"{field}: expected an id like 'se_0123456789abcdef', "
+                               f"got {value!r}", field)
+    return value
 
 
 def _loopback(host):

@@ -46,7 +46,8 @@ class AsyncSandbox:
     @classmethod
     async def connect(cls, sandbox_id, url=None, api_key=None, **kw):
         sbx = cls(url=url, api_key=api_key, **kw)
-        info = await sbx._t.request("GET", f"/v1/sessions/{sandbox_id}")
+        sid = _core.check_id(sandbox_id, "sandbox_id")
+        info = await sbx._t.request("GET", f"/v1/sessions/{sid}")
         if info.get("status") in ("expired", "dead", "lost", "stalled"):
             await sbx._t.close()
             raise errors.SessionEndedError(
@@ -92,7 +93,7 @@ class AsyncSandbox:
     async def kill(cls, sandbox_id, url=None, api_key=None):
         t = AsyncTransport(Endpoint(url, api_key))
         try:
-            await t.request("DELETE", f"/v1/sessions/{sandbox_id}")
+            await t.request("DELETE", f"/v1/sessions/{_core.check_id(sandbox_id, 'sandbox_id')}")
             return True
         except errors.NotFoundError:
             return False
@@ -141,7 +142,7 @@ class AsyncCommandHandle:
 
     def __init__(self, sbx, answer, on_stdout=None, on_stderr=None):
         self._sbx = sbx
-        self.command_id = answer["command_id"]
+        self.command_id = _core.check_id(answer["command_id"], "command_id")
         self.pid = answer.get("pid")
         self._on = (on_stdout, on_stderr)
         self._seen = [0, 0]

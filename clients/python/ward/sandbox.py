@@ -49,7 +49,7 @@ class Sandbox:
         SessionEndedError if it has ended)."""
         t = Transport(Endpoint(url, api_key))
         try:
-            info = t.request("GET", f"/v1/sessions/{sandbox_id}")
+            info = t.request("GET", f"/v1/sessions/{_core.check_id(sandbox_id, 'sandbox_id')}")
         finally:
             t.close()
         if info.get("status") in ("expired", "dead", "lost", "stalled"):
@@ -97,7 +97,7 @@ class Sandbox:
     def kill(cls, sandbox_id, url=None, api_key=None):
         t = Transport(Endpoint(url, api_key))
         try:
-            t.request("DELETE", f"/v1/sessions/{sandbox_id}")
+            t.request("DELETE", f"/v1/sessions/{_core.check_id(sandbox_id, 'sandbox_id')}")
             return True
         except errors.NotFoundError:
             return False
@@ -156,7 +156,7 @@ class CommandHandle:
 
     def __init__(self, sbx, answer, on_stdout=None, on_stderr=None):
         self._sbx = sbx
-        self.command_id = answer["command_id"]
+        self.command_id = _core.check_id(answer["command_id"], "command_id")
         self.pid = answer.get("pid")
         self._on = (on_stdout, on_stderr)
         self._seen = [0, 0]
