@@ -342,6 +342,17 @@ class TestCancel(unittest.TestCase):
             self.assertEqual(sbx.run_code("1 + 1").text, "2")
             self.assertLess(time.monotonic() - t0, 20)
 
+    def test_command_interrupt(self):
+        """a foreground command's KeyboardInterrupt kills it on the server"""
+        before = killed_count()
+        with ward.Sandbox() as sbx:
+            def stop(_):
+                raise KeyboardInterrupt
+            with self.assertRaises(KeyboardInterrupt):
+                sbx.commands.run("echo go; sleep 60", on_stdout=stop)
+            wait_for("the daemon to count the killed command", lambda: killed_count() > before)
+            self.assertEqual(sbx.commands.run("pgrep -x sleep || echo none").stdout, "none\n")
+
     def test_sigint(self):
         """a real SIGINT while the client waits in recv()"""
         before = killed_count()
