@@ -76,9 +76,12 @@ class TestAsync(unittest.IsolatedAsyncioTestCase):
         """10 sessions, each running a call, all at once"""
         sbxs = await asyncio.gather(*[ward.AsyncSandbox.create(ttl=60) for _ in range(10)])
         try:
-            exs = await asyncio.gather(*[s.run_code(f"import time\ntime.sleep(0.5)\n{i} * 2")
+            t0 = time.monotonic()
+            exs = await asyncio.gather(*[s.run_code(f"import time\ntime.sleep(1)\n{i} * 2")
                                          for i, s in enumerate(sbxs)])
+            took = time.monotonic() - t0
             self.assertEqual([e.text for e in exs], [str(i * 2) for i in range(10)])
+            self.assertLess(took, 8.0, "the ten calls ran one after another (10 s or more)")
         finally:
             await asyncio.gather(*[s.kill() for s in sbxs])
 
