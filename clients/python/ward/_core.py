@@ -112,12 +112,14 @@ def workspace_rel(path):
     return path.strip("/")
 
 
-def deadline_for(timeout, request_timeout):
+def deadline_for(timeout, request_timeout, default=None):
+    """The client's own deadline for a call: its request_timeout, else the
+    call's timeout plus a margin, else the client's default."""
     if request_timeout is not None:
         return float(request_timeout)
     if timeout is not None:
         return float(timeout) + DEADLINE_MARGIN
-    return DEFAULT_REQUEST_TIMEOUT
+    return float(default) if default is not None else DEFAULT_REQUEST_TIMEOUT
 
 
 def context_name(context):

@@ -133,7 +133,7 @@ class AsyncSandbox:
     async def _stream(self, path, body, timeout, request_timeout, on_stdout=None, on_stderr=None,
                       on_result=None, on_error=None):
         st = _core.StreamState(on_stdout, on_stderr, on_result, on_error)
-        deadline = _core.deadline_for(timeout, request_timeout or self.request_timeout)
+        deadline = _core.deadline_for(timeout, request_timeout, self.request_timeout)
         return await self._t.stream("POST", path, body, st, deadline)
 
 
