@@ -80,6 +80,13 @@ class TestConfig(unittest.TestCase):
             _core.Endpoint("unix:///x", "wk_a_b\r\nX-Evil: 1")
         self.assertEqual(cm.exception.field, "api_key")
 
+    def test_deadlines(self):
+        """the client's deadline: request_timeout, else timeout + 10 s, else the default"""
+        self.assertEqual(_core.deadline_for(None, 1, 60), 1.0)
+        self.assertEqual(_core.deadline_for(5, None, 60), 15.0)
+        self.assertEqual(_core.deadline_for(None, None, 60), 60.0)
+        self.assertEqual(_core.deadline_for(None, None, None), 300.0)
+
     def test_unreachable(self):
         """a socket nobody listens on is WardConnectionError (a ConnectionError)"""
         with tempfile.TemporaryDirectory() as d:
