@@ -15,7 +15,7 @@ class Sandbox:
     """A session: one sandbox that lives between calls, with its files,
     variables (per context) and background commands.
 
-        with Sandbox(policy={"limits": {"memory": "1G"}}, ttl=600) as sbx:
+        with Sandbox(policy={"limits": {"memory": "256M"}}, ttl=600) as sbx:
             ex = sbx.run_code("x = 41\\nx + 1")
             print(ex.text)                       # 42
 
