@@ -443,3 +443,30 @@ class TestTCP(unittest.TestCase):
                     await sbx.files.write("big", b"\0" * (2 << 20))
                 return ex.stdout, (await ward.run_async("1 + 1", url=TCP_URL)).text
         self.assertEqual(asyncio.run(go()), ("a\n", "2"))
+
+
+@NEEDS_DAEMON
+class TestReadme(unittest.TestCase):
+    def test_examples_run(self):
+        """the README's python examples run as written"""
+        src = os.environ.get("WARD_SDK_SRC")
+        if not src:
+            self.skipTest("WARD_SDK_SRC (the SDK's source directory) is not set")
+        import contextlib
+        import tempfile
+        with open(os.path.join(src, "README.md"), encoding="utf-8") as f:
+            blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+        self.assertGreaterEqual(len(blocks), 2)
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "local.bin"), "wb") as f:
+                f.write(os.urandom(100_000))
+            cwd = os.getcwd()
+            os.chdir(d)
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    for code in blocks:
+                        exec(compile(code, "README.md", "exec"), {})
+                with open("chart.png", "rb") as f:
+                    self.assertTrue(f.read(8).startswith(b"\x89PNG"))
+            finally:
+                os.chdir(cwd)
