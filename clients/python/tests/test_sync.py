@@ -93,6 +93,7 @@ class TestOneShot(unittest.TestCase):
         with self.assertRaises(ward.CallError) as cm:
             ward.call("def f():\n    return {1, 2}\n", "f")
         self.assertEqual(cm.exception.name, "SerializationError")
+        self.assertEqual(ward.call("def f():\n    return K * 2\n", "f", globals={"K": 21}), 42)
 
     def test_inline_artifacts(self):
         """artifacts=True: the files the code wrote come back with their bytes"""

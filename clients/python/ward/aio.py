@@ -125,8 +125,10 @@ class AsyncSandbox:
                                 request_timeout, on_stdout, on_stderr, on_result, on_error)
         return _core.finish_execution(st, raise_on_limit)
 
-    async def call(self, code, function, args=None, language="python", context=None, timeout=None):
-        body = _core.execute_body(code, language, context, timeout, function=function, args=args)
+    async def call(self, code, function, args=None, language="python", context=None, timeout=None,
+                   globals=None):
+        body = _core.execute_body(code, language, context, timeout, globals, function=function,
+                                  args=args)
         st = await self._stream(f"/v1/sessions/{self.sandbox_id}/execute", body, timeout, None)
         return _core.finish_call(st)
 
@@ -259,9 +261,10 @@ async def run(code, language="python", files=None, policy=None, timeout=None, gl
 
 
 async def call(code, function, args=None, language="python", files=None, policy=None,
-               timeout=None, url=None, api_key=None):
+               timeout=None, globals=None, url=None, api_key=None):
     """As ward.call, for asyncio."""
-    body = _core.oneshot_body(code, language, files, policy, timeout, function=function, args=args)
+    body = _core.oneshot_body(code, language, files, policy, timeout, globals, function=function,
+                              args=args)
     return _core.finish_call(await _oneshot(body, timeout, None, url, api_key))
 
 

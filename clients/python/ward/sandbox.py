@@ -136,11 +136,13 @@ class Sandbox:
                           request_timeout, on_stdout, on_stderr, on_result, on_error)
         return _core.finish_execution(st, raise_on_limit)
 
-    def call(self, code, function, args=None, language="python", context=None, timeout=None):
+    def call(self, code, function, args=None, language="python", context=None, timeout=None,
+             globals=None):
         """Function-call mode in the session: defines `code` and calls
         `function` ("name" or "Class.method") with `args` (a dict or list);
         returns its JSON value, raises CallError when it raised."""
-        body = _core.execute_body(code, language, context, timeout, function=function, args=args)
+        body = _core.execute_body(code, language, context, timeout, globals, function=function,
+                                  args=args)
         st = self._stream(f"/v1/sessions/{self.sandbox_id}/execute", body, timeout, None)
         return _core.finish_call(st)
 
@@ -303,13 +305,14 @@ def run(code, language="python", files=None, policy=None, timeout=None, globals=
 
 
 def call(code, function, args=None, language="python", files=None, policy=None, timeout=None,
-         url=None, api_key=None):
+         globals=None, url=None, api_key=None):
     """A one-shot function call (`ward call`): defines `code`, calls
     `function` ("name" or "Class.method") with `args` (a dict of keyword
     arguments or a list), returns its JSON value. CallError when the
     function raised or could not be called (FunctionNotFound,
     ArgumentError, SerializationError, PolicyViolation)."""
-    body = _core.oneshot_body(code, language, files, policy, timeout, function=function, args=args)
+    body = _core.oneshot_body(code, language, files, policy, timeout, globals, function=function,
+                              args=args)
     return _core.finish_call(_oneshot(body, timeout, None, url, api_key))
 
 
