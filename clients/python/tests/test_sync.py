@@ -165,6 +165,12 @@ class TestVerdictErrors(unittest.TestCase):
         self.check(ward.PolicyViolationError, "policy_violation",
                    lambda: ward.run("import socket", policy={"lint": {"deny_imports": ["socket"]}}))
 
+    def test_setup_failed(self):
+        """a sandbox that cannot be built (its workdir does not exist)"""
+        e = self.check(ward.SetupFailedError, "setup_failed",
+                       lambda: ward.run("1", policy={"workdir": "/workspace/no/such"}))
+        self.assertIsNone(e.execution.verdict.exit_code)
+
     def test_returned_when_asked(self):
         """raise_on_limit=False returns the Execution with .error set"""
         ex = ward.run("while True: pass", timeout=0.5, raise_on_limit=False)

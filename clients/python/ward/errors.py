@@ -265,8 +265,8 @@ def verdict_error(execution):
     if err is not None and (err.hint or err.value):
         parts.append(err.hint or err.value)
     werr = execution.verdict.raw.get("error") if execution.verdict.raw else None
-    if status == "setup_failed" and isinstance(werr, dict):
-        parts.append(f"{werr.get('layer')}: {werr.get('message')}")
+    if status == "setup_failed" and isinstance(werr, dict) and werr.get("layer"):
+        parts.append(f"{werr['layer']}: {werr.get('message')} ({werr.get('reason')})")
     return cls("; ".join(parts), execution)
 
 
