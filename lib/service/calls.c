@@ -1,5 +1,5 @@
 /* lib/service/calls.c — requests on a live session: run code in a
- * context, run a command (foreground or background), a background
+ * context (a cell, or a function call with globals), run a command (foreground or background), a background
  * command's status or kill, and the files API's entry.
  *
  * One call at a time (409 session_busy otherwise); an agent that has not

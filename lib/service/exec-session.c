@@ -2,7 +2,8 @@
  *
  * The session's agent runs it (session.c and agent.c drive the agent);
  * this keeps the output, the listener and the verdict, as for a one-shot,
- * with the same result builder. What the agent says is a claim from
+ * with the same result builder, and lists the files an execute or a call
+ * created or changed (on a worker, below). What the agent says is a claim from
  * inside the sandbox: a call that failed is named by the cgroup's counters
  * (an OOM kill or a refused fork during the call), never by its word.
  */

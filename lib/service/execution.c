@@ -482,6 +482,10 @@ static void audit_create(struct ward_execution *ex)
 	bool full = ex->s->audit && ward_audit_full_text(ex->s->audit);
 	for (size_t i = 0; i < ex->req.n_cells && i < 1; i++) /* the first cell (an API call has one) */
 		ward_audit_text(f, "code", ex->req.cells[i], strlen(ex->req.cells[i]), full);
+	if (ex->req.call_function) { /* a call: the tool's source, and what it calls */
+		ward_audit_text(f, "code", ex->req.call_source, strlen(ex->req.call_source), full);
+		json_object_set_new(f, "function", json_string(ex->req.call_function));
+	}
 	if (ex->req.argv) {
 		json_t *a = json_array();
 		for (size_t i = 0; a && ex->req.argv[i] && i < 64; i++)

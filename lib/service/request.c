@@ -2,7 +2,9 @@
  * request out.
  *
  * Everything a client sends is parsed and checked here, before any sandbox
- * exists: the language or argv, the files (confined to /workspace), the
+ * exists: the language or argv, a function call (its name's syntax, its
+ * args' shape), the globals (identifiers, bounded), inline artifacts
+ * (within the operator's cap), the files (confined to /workspace), the
  * policy overrides (on a copy of the daemon's default policy, never above
  * its limits, never host mounts) and the timeout. Every refusal names the
  * field. It must never trust a length, a path or an encoding it was given.

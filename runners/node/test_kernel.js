@@ -396,6 +396,23 @@ module.exports = { MyTool, add };
   await k.close();
 });
 
+test('globals are set on globalThis before the cell or the tool runs', async (t) => {
+  const k = start(t);
+  await k.ready();
+  let r = await k.exec('console.log(a + b);\n[a, b]', { globals: { a: 1, b: { c: 2 } } });
+  assert.strictEqual(stdout(r), '1[object Object]\n');
+  assert.strictEqual(reply(r).content.status, 'ok');
+  assert.deepStrictEqual(result(r)['application/json'], [1, { c: 2 }]);
+  r = await k.exec('\nthrow new Error(String(v))', { globals: { v: 'w' } });
+  assert.match(of(r, 'error')[0].content.traceback.join('\n'), /<cell 2>:2/, 'no line moves');
+  r = await k.exec('1', { globals: [1] });
+  assert.strictEqual(of(r, 'error')[0].content.ename, 'ProtocolError');
+  assert.strictEqual(reply(r).content.status, 'error');
+  r = await k.request('call_request', { code: 'function f() { return G * 2; }\nmodule.exports = { f };', filename: 'tool.js', function: 'f', args: [], globals: { G: 21 } });
+  assert.deepStrictEqual(reply(r).content, { status: 'ok', value: 42 });
+  await k.close();
+});
+
 test('started as node kernel.js (no wrapper), EOF exits 0', async (t) => {
   const k = start(t, { via: 'node' });
   await k.ready();

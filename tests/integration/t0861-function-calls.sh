@@ -172,7 +172,17 @@ test_expect_success SERVE 'a session call past its timeout is a timeout, and the
 	expect_eq "$(field "$r" "d[\"status\"]")" timeout && expect_eq "$(field "$r" "d[\"error\"][\"name\"]")" TimeoutError &&
 	r=$(sx "$S" /dev/null "{\"code\": \"kept\"}") && expect_eq "$(field "$r" "d[\"results\"][0][\"text/plain\"]")" 41
 '
-test_expect_success SERVE 'calls are audited as session.call of kind call' '
-	grep -q "\"event\":\"session.call\".*\"kind\":\"call\"" "$AUDIT"
+test_expect_success SERVE 'calls are audited: the tool source and the function, one-shot and in a session' '
+	sha=$(python3 -c "import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], \"rb\").read()).hexdigest())" tool.py) &&
+	python3 - "$AUDIT" "$sha" <<-\EOF
+	import json, sys
+	events = [json.loads(l) for l in open(sys.argv[1])]
+	def fields(e):
+	    return e.get("fields", e)
+	one = [fields(e) for e in events if "sandbox.create" in json.dumps(e) and "MyTool.run" in json.dumps(e)]
+	assert one and one[0]["code"]["sha256"] == sys.argv[2], one[:1]
+	sess = [e for e in events if "session.call" in json.dumps(e) and "\"kind\": \"call\"" in json.dumps(e)]
+	assert sess, "no session.call of kind call"
+	EOF
 '
 test_done
