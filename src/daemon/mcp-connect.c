@@ -272,7 +272,7 @@ static void xfer_done(struct xfer *x, CURLcode cc)
 		snprintf(msg, sizeof(msg), "ward: HTTP %ld from %.200s%s%.200s", status, rl->url,
 			 why ? ": " : "", why ? why : "");
 		emit_error(x->id, -32603, msg);
-	} else if (x->id) {
+	} else if (x->id && status != 202) { /* 202: cancelled, nothing to answer */
 		emit_error(x->id, -32603, "ward: the daemon's answer is not a JSON-RPC message");
 	}
 	json_decref(b);

@@ -59,6 +59,7 @@ struct mcp_call {
 	json_t *id;                      /* the JSON-RPC id */
 	json_t *answer;                  /* the response, once sent */
 	bool ended;                      /* the conversation ended first: 404 */
+	bool cancelled;                  /* the client cancelled it: 202, no answer */
 	bool gone;                       /* the client hung up */
 	bool suspended, cw_on;
 	char new_sid[SID_LEN + 1];       /* initialize: the id to hand out */
@@ -357,6 +358,28 @@ static int post_request(struct req *rq, struct mcp_sess *ss, json_t *msg, bool i
 	return call_wait(k);
 }
 
+/* A notification or a response: 202. A request the client cancels gets
+ * no response from the core (the specification's rule), so the POST that
+ * waits for it is closed with 202 and no body. */
+static int post_other(struct req *rq, struct mcp_sess *ss, json_t *msg)
+{
+	const char *method = json_string_value(json_object_get(msg, "method"));
+	json_t *rid = json_object_get(json_object_get(msg, "params"), "requestId");
+	struct mcp_call *k = NULL;
+	if (method && strcmp(method, "notifications/cancelled") == 0 && rid)
+		for (k = ss->calls; k && !json_equal(k->id, rid); k = k->next)
+			;
+	ward_mcp_handle(ss->m, msg);
+	for (struct mcp_call *c = ss->calls; k && c; c = c->next)
+		if (c == k) { /* still waiting: not answered while cancelled */
+			call_detach(k);
+			k->cancelled = true;
+			call_wake(k);
+			break;
+		}
+	return respond(rq, 202, NULL, NULL);
+}
+
 static int mcp_post(struct req *rq)
 {
 	json_error_t jerr;
@@ -397,8 +420,7 @@ static int mcp_post(struct req *rq)
 		else if (request)
 			ss->last_ns = ward_now_ns(), r = post_request(rq, ss, msg, false);
 		else
-			ss->last_ns = ward_now_ns(), ward_mcp_handle(ss->m, msg),
-			r = respond(rq, 202, NULL, NULL);
+			ss->last_ns = ward_now_ns(), r = post_other(rq, ss, msg);
 	}
 	json_decref(msg);
 	return r;
@@ -441,6 +463,8 @@ int srv_mcp_next(struct req *rq)
 		return respond(rq, 200, k->answer, k->new_sid[0] ? k->new_sid : NULL);
 	if (k->ended)
 		return rpc_error(rq, 404, -32001, "the MCP session ended", k->id);
+	if (k->cancelled)
+		return respond(rq, 202, NULL, NULL);
 	if (!k->suspended) { /* woken early: wait again */
 		k->suspended = true;
 		MHD_suspend_connection(rq->c);
