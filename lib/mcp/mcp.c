@@ -359,7 +359,7 @@ void ward_mcp_receive(struct ward_mcp *m, const char *buf, size_t len)
 		return send_error(m, NULL, &e);
 	}
 	json_error_t je;
-	json_t *msg = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *msg = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
 	if (!msg) {
 		char q[MCP_QUOTE_MAX + 1];
 		mcp_rpc_fail(&e, MCP_PARSE_ERROR, NULL, "parse error: line %d, column %d: %s",

@@ -284,25 +284,30 @@ static json_t *tool_result(json_t *content, bool is_error)
 	return content ? json_pack("{s:o, s:b}", "content", content, "isError", is_error) : NULL;
 }
 
-/* The core's names for the request's fields, as this tool calls them. */
-static const char *param_name(const struct mcp_tool *t, const char *field)
+/* The core's name of a request's field (its first component), as this
+ * tool calls it: "globals.x" is "global_variables.x" here. */
+static void param_name(const struct mcp_tool *t, const char *field, char *out, size_t size)
 {
 	static const struct { const char *core, *tool; } names[] = {
 		{ "code", "python_code" }, { "globals", "global_variables" }, { "id", "session_id" },
 	};
+	size_t n = strcspn(field, ".");
 	for (size_t i = 0; t && i < ARRAY_SIZE(names); i++)
-		if (strcmp(field, names[i].core) == 0 &&
-		    (strcmp(names[i].core, "code") != 0 || t->kind == TK_RUN_PYTHON))
-			return names[i].tool;
-	return field;
+		if (strlen(names[i].core) == n && strncmp(field, names[i].core, n) == 0 &&
+		    (strcmp(names[i].core, "code") != 0 || t->kind == TK_RUN_PYTHON)) {
+			snprintf(out, size, "%s%s", names[i].tool, field + n);
+			return;
+		}
+	ward_strlcpy(out, field, size);
 }
 
 json_t *mcp_tool_error(const struct mcp_call *c, const struct ward_service_error *err)
 {
-	char msg[WARD_SERVICE_MSG_MAX + WARD_SERVICE_CODE_MAX + sizeof(err->field) + 64];
-	const char *field = err->field[0] ? param_name(c->tool, err->field) : NULL;
+	char field[sizeof(err->field) + 16];
+	char msg[WARD_SERVICE_MSG_MAX + WARD_SERVICE_CODE_MAX + sizeof(field) + 64];
+	param_name(c->tool, err->field, field, sizeof(field));
 	snprintf(msg, sizeof(msg), "error: %s: %s%s%s%s", err->code, err->message,
-		 field ? " (parameter: " : "", field ? field : "", field ? ")" : "");
+		 field[0] ? " (parameter: " : "", field, field[0] ? ")" : "");
 	/* the core's messages are ASCII, but may quote what a client sent */
 	json_t *t = text_content(msg, strlen(msg));
 	if (!t) {
