@@ -21,7 +21,7 @@ if [ -z "${prereq_missing[SERVE]:-}" ]; then
 	"$WARD" keys add --keys-file "$KEYS" --tenant acme --scopes execute --json | key_of > "$D/k_exec"
 	"$WARD" keys add --keys-file "$KEYS" --tenant acme --scopes sessions --json | key_of > "$D/k_sess"
 	"$WARD" keys add --keys-file "$KEYS" --tenant beta --scopes execute --json | key_of > "$D/k_beta"
-	start_daemon --listen "127.0.0.1:$PORT"
+	start_daemon --listen "127.0.0.1:$PORT" --mcp-allowed-origins "http://127.0.0.1:1,http://localhost:6274"
 fi
 K_ALL=$(cat "$D/k_all" 2>/dev/null)
 K_EXEC=$(cat "$D/k_exec" 2>/dev/null)
@@ -91,6 +91,9 @@ test_expect_success SERVE,NODE,SDK 'notifications/cancelled kills the call'"'"'s
 test_expect_success SERVE,NODE,SDK 'a client that closes its connection cancels its call' '
 	sdk hangup
 '
+test_expect_success SERVE,NODE,SDK 'the POST of a cancelled call ends with 202 and no body' '
+	sdk cancelraw
+'
 S=
 [ -z "${prereq_missing[SERVE]:-}" ] && S=$(new_session "$K_ALL")
 test_expect_success SERVE 'protocol errors: bad JSON, a non-request, a batch, an unknown method' '
@@ -128,9 +131,11 @@ test_expect_success SERVE 'a body over max-body is 413' '
 	python3 -c "import json; print(json.dumps({\"jsonrpc\": \"2.0\", \"id\": 15, \"method\": \"ping\", \"params\": {\"pad\": \"x\" * (9 << 20)}}))" > big.json &&
 	r=$(mcp "$K_ALL" -H "Mcp-Session-Id: $S" --data-binary @big.json) && expect_eq "$(code "$r")" 413
 '
-test_expect_success SERVE 'a browser Origin not listed in mcp-allowed-origins is 403' '
+test_expect_success SERVE 'a browser Origin not listed in mcp-allowed-origins is 403, a listed one is served' '
 	r=$(mcp "$K_ALL" -H "Origin: http://rebound.example" -d "$INIT") && expect_eq "$(code "$r")" 403 &&
-	expect_contains "$(body "$r")" Origin
+	expect_contains "$(body "$r")" Origin &&
+	r=$(mcp "$K_ALL" -H "Origin: http://localhost:6274" -d "$INIT") && expect_eq "$(code "$r")" 200 &&
+	r=$(mcp "$K_ALL" -H "Origin: http://localhost:62745" -d "$INIT") && expect_eq "$(code "$r")" 403
 '
 test_expect_success SERVE,NODE,SDK 'ward mcp --connect over the unix socket: the SDK'"'"'s stdio client' '
 	WARD_CONNECT="unix://$SOCK" timeout 120 node "$MCPJS/connect-client.mjs" basic

@@ -181,6 +181,27 @@ const cases = {
 		await until('the program to be killed', async () => !running(`sleep\0${m}`));
 		await client.close();
 	},
+	async cancelraw() {
+		// the POST of a request its client cancelled ends (202, no body):
+		// the core sends no response for it, and the connection is not held
+		const { client, transport } = await connect();
+		const m = marker();
+		const p = fetch(url, {
+			method: 'POST',
+			headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json',
+				Accept: 'application/json, text/event-stream', 'Mcp-Session-Id': transport.sessionId },
+			body: JSON.stringify({ jsonrpc: '2.0', id: 'raw-2', method: 'tools/call',
+				params: { name: 'run_code', arguments: { language: 'bash', code: `sleep ${m}` } } }),
+		});
+		await until('the program to run', async () => running(`sleep\0${m}`));
+		const [st] = await post(transport.sessionId, { jsonrpc: '2.0', method: 'notifications/cancelled',
+			params: { requestId: 'raw-2', reason: 'test' } });
+		check(st === 202, 'the notification is accepted', st);
+		const r = await Promise.race([p, new Promise((res) => setTimeout(() => res(null), 10000))]);
+		check(r && r.status === 202 && (await r.text()) === '', 'the cancelled POST ends with 202', r && r.status);
+		await until('the program to be killed', async () => !running(`sleep\0${m}`));
+		await client.close();
+	},
 	async deleted() {
 		// DELETE ends the session, and kills what it runs
 		const { client, transport } = await connect();
