@@ -65,6 +65,11 @@ struct ward_mcp {
 	bool ready;                    /* notifications/initialized received */
 	struct mcp_call *calls;        /* in flight, newest first */
 	size_t n_calls;                /* at most WARD_MCP_PENDING_MAX */
+	/* answered from inside a core event, whose sender must not see its
+	 * object freed under it (service.h): let go at the next message or
+	 * at the end; at most WARD_MCP_PENDING_MAX, as no call starts
+	 * between two messages */
+	struct mcp_call *done;
 };
 
 /* --- tools.c --- */

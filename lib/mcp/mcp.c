@@ -128,13 +128,28 @@ static void call_free(struct mcp_call *c, bool cancel)
 	free(c);
 }
 
-/* The call is over: its result goes out, once. */
+/* The call is over: its result goes out, once. Its references are let go
+ * later (reap): this may run inside the core's event about them. */
 static void call_done(struct mcp_call *c)
 {
 	struct ward_mcp *m = c->m;
 	call_unlink(c);
+	if (c->ex)
+		ward_execution_watch(c->ex, NULL);
+	if (c->answer)
+		ward_answer_watch(c->answer, NULL);
+	c->next = m->done;
+	m->done = c;
 	send_result(m, c->id, mcp_call_result(c));
-	call_free(c, false);
+}
+
+static void reap(struct ward_mcp *m)
+{
+	while (m->done) {
+		struct mcp_call *c = m->done;
+		m->done = c->next;
+		call_free(c, false);
+	}
 }
 
 static void call_event(void *ctx, const struct ward_event *ev)
@@ -305,6 +320,7 @@ static bool id_ok(json_t *id)
 void ward_mcp_handle(struct ward_mcp *m, json_t *msg)
 {
 	struct mcp_rpc_error e;
+	reap(m);
 	json_t *id = json_object_get(msg, "id");
 	json_t *method = json_object_get(msg, "method");
 	json_t *params = json_object_get(msg, "params");
@@ -347,6 +363,7 @@ void ward_mcp_handle(struct ward_mcp *m, json_t *msg)
 void ward_mcp_receive(struct ward_mcp *m, const char *buf, size_t len)
 {
 	struct mcp_rpc_error e;
+	reap(m);
 	if (len > WARD_MCP_MESSAGE_MAX) {
 		mcp_rpc_fail(&e, MCP_INVALID_REQUEST, NULL, "invalid request: the message is over "
 			     "the limit of %d bytes", WARD_MCP_MESSAGE_MAX);
@@ -377,6 +394,7 @@ void ward_mcp_free(struct ward_mcp *m)
 	if (!m)
 		return;
 	m->peer.send = NULL;
+	reap(m);
 	while (m->calls) {
 		struct mcp_call *c = m->calls;
 		m->calls = c->next;

@@ -353,12 +353,16 @@ void exec_dispatch(struct ward_service *s, struct ward_execution *ex)
 	(void)s;
 	if (ex->state == EX_DONE)
 		return;
+	/* finishing drops the registry's reference, maybe the last one (a
+	 * requester that cancelled and let go): ex must live to the end here */
+	ward_execution_ref(ex);
 	if (ex->k)
 		step_kernel(ex);
 	else
 		step_command(ex);
 	if (ex->state != EX_DONE)
 		sync_fds(ex);
+	ward_execution_unref(ex);
 }
 
 void exec_tick(struct ward_service *s)

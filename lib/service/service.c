@@ -296,6 +296,7 @@ void ward_service_close(struct ward_service *s)
 	warm_stop(s);
 	svc_teardown_flush(s);
 	svc_workers_stop(s); /* before the answers its jobs fill go */
+	svc_teardown_flush(s); /* what their last answers queued (a refill done as it stopped) */
 	warm_free(s);
 	session_release_all(s);
 }

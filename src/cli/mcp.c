@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -264,16 +263,32 @@ static int read_stdin(struct line_reader *r, struct ward_mcp *m)
 	return 1;
 }
 
+/* SIGINT, SIGTERM and SIGHUP end the loop as stdin's end does. A handler
+ * and a pipe, never a blocked mask: the sandboxes would inherit the mask
+ * (a session's kernel is interrupted with SIGINT), while a handler is
+ * reset by their execve. */
+static int sig_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	int e = errno;
+	char b = (char)sig;
+	if (write(sig_pipe[1], &b, 1) < 0) {
+		/* full: one byte is enough to wake the loop */
+	}
+	errno = e;
+}
+
 static int signals_fd(void)
 {
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -1;
-	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	return sig_pipe[0];
 }
 
 static void serve_loop(struct ward_service *svc, struct ward_mcp *m, int sfd)
@@ -348,7 +363,8 @@ static int run_server(const struct mcp_opts *o)
 	ward_service_free(svc);
 	ward_service_config_release(&c);
 	remove_state(state);
-	close(sfd);
+	close(sig_pipe[0]);
+	close(sig_pipe[1]);
 	return status;
 }
 

@@ -43,5 +43,7 @@ test_expect_success PYTHON 'raw: every JSON-RPC error (-32700, -32600, -32601, -
 test_expect_success PYTHON 'raw: the protocol version is negotiated' 'raw versions'
 test_expect_success PYTHON 'raw: a message over 16 MiB, deep nesting, a duplicate id in flight' 'raw bounds'
 test_expect_success PYTHON 'raw: nothing but JSON-RPC ever reaches stdout' 'raw leak'
+test_expect_success PYTHON 'no signal is blocked in the sandboxes; SIGTERM exits cleanly' 'raw signals'
+test_expect_success PYTHON '--policy: its limits hold and only tighten; a bad one is named' 'raw policy'
 test_expect_success PYTHON 'stdin'"'"'s end: prompt exit, programs killed, no state directory or cgroup left' 'raw eof'
 test_done

@@ -86,6 +86,10 @@ const cases = {
 		});
 		check(!r.isError && text(r).includes('WARD') && text(r).includes('<return_value>\n16\n'),
 			'globals are set', r);
+		const s = await call('create_session', {});
+		const sid = JSON.parse(text(s)).session_id;
+		const inS = await call('run_python_code', { session_id: sid, python_code: 'x * 2', global_variables: { x: 21 } });
+		check(!inS.isError && text(inS).includes('<return_value>\n42\n'), 'globals in a session', inS);
 		const bad = await call('run_python_code', { python_code: '1', global_variables: { 'not an id': 1 } });
 		check(bad.isError && /parameter: global_variables\.not an id/.test(text(bad)), 'a bad name names the parameter', bad);
 	},
@@ -154,6 +158,12 @@ const cases = {
 		r = await call('read_file', { session_id: sid, path: '/workspace/bin.dat' });
 		check(!r.isError && r.content[0].type === 'resource' &&
 			Buffer.from(r.content[0].resource.blob, 'base64').equals(Buffer.from([0, 255, 1])), 'binary read_file', r);
+		const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]);
+		r = await call('write_file', { session_id: sid, path: 'pic.png', content: png.toString('base64'), encoding: 'base64', mode: '0600' });
+		check(!r.isError && JSON.parse(text(r)).mode === '0600', 'write_file with a mode', r);
+		r = await call('read_file', { session_id: sid, path: 'pic.png' });
+		check(!r.isError && r.content[0].type === 'image' && r.content[0].mimeType === 'image/png' &&
+			Buffer.from(r.content[0].data, 'base64').equals(png), 'a PNG is read as an image', r);
 		r = await call('list_files', { session_id: sid });
 		const paths = JSON.parse(text(r)).entries.map((e) => e.path);
 		check(['in', 'in/data.txt', 'out.txt', 'bin.dat'].every((p) => paths.includes(p)), 'list_files', paths);

@@ -183,6 +183,55 @@ def case_leak():
             expect(m.get("jsonrpc") == "2.0" and ("result" in m or "error" in m), "JSON-RPC only", line)
 
 
+def case_policy():
+    # --policy is the default policy: its limits hold, a request may only
+    # tighten them, and a bad file stops ward mcp naming the field
+    tmp = os.environ["WARD_MCP_TMP"]
+    pol = os.path.join(tmp, "..", "policy.json")
+    with open(pol, "w") as f:
+        f.write('{"limits": {"memory": "64M", "timeout": "3s"}}')
+    s = Server("--policy", pol)
+    s.init()
+    call = lambda id, args: s.rpc(id, "tools/call", {"name": "run_python_code", "arguments": args})
+    r = call(1, {"python_code": "b = bytearray(300 << 20)"})["result"]
+    t = r["content"][0]["text"]
+    # with a cgroup the kernel is killed (memory_limit); without one
+    # (rootless, no delegation) an rlimit makes the allocation fail
+    expect(r["isError"] and (("<status>memory_limit</status>" in t and "<limit>memory: 67108864</limit>" in t)
+                             or ("MemoryError" in t and "memory limit is 64 MiB" in t)),
+           "the policy's memory limit", t)
+    r = call(2, {"python_code": "1", "timeout": 10})["result"]
+    t = r["content"][0]["text"]
+    expect(r["isError"] and t.startswith("error: invalid_request:") and "(parameter: timeout)" in t,
+           "a timeout above the policy's is refused naming timeout", t)
+    expect(s.close() == 0, "exit status 0")
+    with open(pol, "w") as f:
+        f.write('{"limits": {"memory": "lots"}}')
+    p = subprocess.run([os.environ["WARD"], "mcp", "--policy", pol], input=b"", capture_output=True)
+    expect(p.returncode == 1 and b"limits.memory" in p.stderr and p.stdout == b"",
+           "a bad policy: exit 1 naming the field, nothing on stdout", p)
+    expect(os.listdir(tmp) == [], "no state directory left", os.listdir(tmp))
+
+
+def case_signals():
+    # the sandboxes start with no signal blocked (a session's kernel is
+    # interrupted with SIGINT), and SIGTERM ends ward mcp as stdin's end does
+    import signal
+    tmp = os.environ["WARD_MCP_TMP"]
+    s = Server()
+    s.init()
+    r = s.rpc(1, "tools/call", {"name": "run_code", "arguments": {
+        "code": "grep -E '^Sig(Blk|Ign)' /proc/self/status", "language": "bash"}})
+    t = r["result"]["content"][0]["text"]
+    expect("SigBlk:\t0000000000000000" in t, "no signal blocked in the sandbox", t)
+    s.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "run_code", "arguments": {"code": "sleep 600", "language": "bash"}}})
+    expect(len(os.listdir(tmp)) == 1, "a state directory", os.listdir(tmp))
+    s.p.send_signal(signal.SIGTERM)
+    expect(s.p.wait(timeout=10) == 0, "exit status 0 after SIGTERM")
+    expect(os.listdir(tmp) == [], "no state directory left", os.listdir(tmp))
+
+
 def running(marker):
     for pid in os.listdir("/proc"):
         try:
