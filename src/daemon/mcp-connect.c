@@ -3,8 +3,9 @@
  *
  * Every line on stdin is one JSON-RPC message, POSTed as it is (libcurl,
  * one multi handle: up to WARD_MCP_PENDING_MAX requests in flight, stdin
- * not read past that); every message the daemon answers is written to
- * stdout as one line. stdout carries nothing else, ever: diagnostics go to
+ * not read past that); every message the daemon answers, as one
+ * application/json body or as the events of a text/event-stream (sse.h),
+ * is written to stdout as one line. stdout carries nothing else, ever: diagnostics go to
  * stderr, and a failure the daemon did not answer in JSON-RPC (it is
  * unreachable, a 401, a 404 for an ended session) becomes a JSON-RPC
  * error for the request it belongs to. The Mcp-Session-Id the daemon gives
@@ -24,6 +25,7 @@
 
 #include "base/util.h"
 #include "serve.h"
+#include "sse.h"
 #include "ward/mcp.h"
 
 enum {
@@ -61,6 +63,9 @@ struct xfer {
 	size_t rlen;
 	bool too_big;
 	char sid[SID_MAX + 1];
+	bool sse;                   /* the answer is a text/event-stream */
+	bool sse_seen;              /* it carried x->id's response */
+	struct srv_sse sp;
 };
 
 /* --- stdout: JSON-RPC lines only --- */
@@ -99,10 +104,35 @@ static void emit_error(const json_t *id, int code, const char *msg)
 
 /* --- one POST --- */
 
+static void note_init(struct relay *rl, struct xfer *x, json_t *answer);
+
+/* One event of a text/event-stream answer: a JSON-RPC message, written. */
+static void on_event(void *ctx, const char *data, size_t len)
+{
+	struct xfer *x = ctx;
+	json_t *msg = json_loadb(data, len, 0, NULL);
+	if (!json_is_object(msg)) {
+		fprintf(stderr, "ward: mcp: an event of the daemon's stream is not a JSON-RPC message\n");
+		json_decref(msg);
+		return;
+	}
+	json_t *id = json_object_get(msg, "id");
+	if (x->id && id && json_equal(id, x->id) &&
+	    (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
+		x->sse_seen = true;
+		if (x->init)
+			note_init(x->rl, x, msg);
+	}
+	emit(msg);
+	json_decref(msg);
+}
+
 static size_t on_body(char *p, size_t sz, size_t n, void *ctx)
 {
 	struct xfer *x = ctx;
 	size_t len = sz * n;
+	if (x->sse)
+		return srv_sse_feed(&x->sp, p, len, on_event, x) == 0 ? len : 0;
 	if (x->rlen + len > ANSWER_MAX) {
 		x->too_big = true;
 		return 0;
@@ -121,7 +151,13 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ctx)
 {
 	struct xfer *x = ctx;
 	size_t len = sz * n;
-	static const char name[] = "mcp-session-id:";
+	static const char name[] = "mcp-session-id:", ct[] = "content-type:";
+	if (len > sizeof(ct) - 1 && strncasecmp(p, ct, sizeof(ct) - 1) == 0) {
+		const char *v = p + sizeof(ct) - 1;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		x->sse = strncasecmp(v, "text/event-stream", 17) == 0;
+	}
 	if (len > sizeof(name) - 1 && strncasecmp(p, name, sizeof(name) - 1) == 0) {
 		const char *v = p + sizeof(name) - 1;
 		size_t vn = len - (sizeof(name) - 1);
@@ -175,6 +211,7 @@ static void xfer_free(struct xfer *x)
 		curl_multi_remove_handle(x->rl->multi, x->h);
 	curl_easy_cleanup(x->h);
 	curl_slist_free_all(x->hdrs);
+	srv_sse_release(&x->sp);
 	free(x->body);
 	free(x->resp);
 	json_decref(x->id);
@@ -194,6 +231,7 @@ static void post_line(struct relay *rl, char *line, size_t len)
 	}
 	x->rl = rl;
 	x->body = line;
+	srv_sse_init(&x->sp, ANSWER_MAX);
 	x->id = json_is_string(method) && id ? json_incref(id) : NULL;
 	x->init = x->id && strcmp(json_string_value(method), "initialize") == 0;
 	json_decref(msg);
@@ -253,6 +291,13 @@ static void xfer_done(struct xfer *x, CURLcode cc)
 		snprintf(msg, sizeof(msg), "ward: %.200s: %s", rl->url,
 			 x->too_big ? "the answer is over the size limit" : curl_easy_strerror(cc));
 		emit_error(x->id, -32603, msg);
+		return;
+	}
+	if (x->sse) { /* its events are out: was the answer one of them? */
+		snprintf(msg, sizeof(msg), "ward: HTTP %ld from %.200s: the stream ended without "
+			 "the answer", status, rl->url);
+		if (x->id && !x->sse_seen)
+			emit_error(x->id, -32603, msg);
 		return;
 	}
 	json_t *b = x->rlen ? json_loadb(x->resp, x->rlen, 0, NULL) : NULL;

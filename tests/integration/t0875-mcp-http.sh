@@ -159,6 +159,21 @@ test_expect_success SERVE 'ward mcp --connect refuses a bad URL and a missing ke
 	expect_contains "$(cat err)" WARD_API_KEY && expect_eq "$(cat out)" "" &&
 	! "$WARD" mcp --connect "ftp://x" < /dev/null > out 2> err && expect_contains "$(cat err)" "unix:///PATH"
 '
+test_expect_success SERVE 'ward mcp --connect relays a text/event-stream answer, event by event' '
+	python3 "$MCPJS/connect-sse-server.py" > port & spid=$!
+	wait_for "the stand-in server" "[ -s port ]" &&
+	{ printf "%s\n" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}" \
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}" \
+		"{\"jsonrpc\":\"2.0\",\"id\":\"two\",\"method\":\"ping\"}"
+	  wait_for "the answers" "[ \$(wc -l < out) -ge 4 ]"; } |
+		WARD_API_KEY=k timeout 20 "$WARD" mcp --connect "http://127.0.0.1:$(cat port)" > out
+	kill $spid &&
+	expect_eq "$(wc -l < out)" 4 &&
+	expect_eq "$(sed -n 1p out | ward_json method)" notifications/message &&
+	expect_eq "$(sed -n 2p out | ward_json result.serverInfo.name)" sse &&
+	expect_eq "$(sed -n 4p out | ward_json result.sid)" sse-session-1 &&
+	expect_eq "$(sed -n 4p out | ward_json result.version)" 2025-06-18
+'
 # the bounds, on a daemon of their own
 if [ -z "${prereq_missing[SERVE]:-}" ]; then
 	stop_daemon
