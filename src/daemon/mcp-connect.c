@@ -10,7 +10,10 @@
  * unreachable, a 401, a 404 for an ended session) becomes a JSON-RPC
  * error for the request it belongs to. The Mcp-Session-Id the daemon gives
  * at initialize, and the protocol version it agreed, go with every later
- * message; nothing else is sent until initialize is answered. On stdin's
+ * message; nothing else is sent until initialize is answered. A session
+ * the daemon ended (404: it expired while the host was idle) is opened
+ * again with the host's own initialize, and the request sent again in it.
+ * On stdin's
  * end it exits at once: the requests in flight are dropped (their
  * connections close, which cancels them on the daemon) and the session is
  * ended with DELETE. The key comes from WARD_API_KEY or --api-key.
@@ -48,6 +51,9 @@ struct relay {
 	size_t len, cap;
 	bool eof, overlong;
 	struct xfer *xfers;         /* in flight */
+	char *init_line;            /* the host's initialize, to open a new session */
+	size_t init_len;
+	uint64_t reinit_ns;         /* when the last new session was opened */
 };
 
 /* One POST in flight. */
@@ -57,8 +63,11 @@ struct xfer {
 	CURL *h;
 	struct curl_slist *hdrs;
 	char *body;
+	size_t blen;
 	json_t *id;                 /* the request's id; NULL: a notification or response */
 	bool init;
+	bool hidden;                /* the relay's own initialize: its answer is not written */
+	char sent_sid[SID_MAX + 1]; /* the session it was sent in */
 	char *resp;
 	size_t rlen;
 	bool too_big;
@@ -123,7 +132,8 @@ static void on_event(void *ctx, const char *data, size_t len)
 		if (x->init)
 			note_init(x->rl, x, msg);
 	}
-	emit(msg);
+	if (!x->hidden)
+		emit(msg);
 	json_decref(msg);
 }
 
@@ -218,8 +228,8 @@ static void xfer_free(struct xfer *x)
 	free(x);
 }
 
-/* POSTs one stdin line (taken over). */
-static void post_line(struct relay *rl, char *line, size_t len)
+/* POSTs one stdin line (taken over); hidden: the relay's own initialize. */
+static void post(struct relay *rl, char *line, size_t len, bool hidden)
 {
 	json_t *msg = json_loadb(line, len, 0, NULL);
 	json_t *id = json_object_get(msg, "id"), *method = json_object_get(msg, "method");
@@ -231,10 +241,20 @@ static void post_line(struct relay *rl, char *line, size_t len)
 	}
 	x->rl = rl;
 	x->body = line;
+	x->blen = len;
+	x->hidden = hidden;
+	ward_strlcpy(x->sent_sid, rl->sid, sizeof(x->sent_sid));
 	srv_sse_init(&x->sp, ANSWER_MAX);
 	x->id = json_is_string(method) && id ? json_incref(id) : NULL;
 	x->init = x->id && strcmp(json_string_value(method), "initialize") == 0;
 	json_decref(msg);
+	char *keep = x->init && !hidden ? malloc(len + 1) : NULL;
+	if (keep) { /* kept to open a new session if this one ends */
+		memcpy(keep, line, len + 1);
+		free(rl->init_line);
+		rl->init_line = keep;
+		rl->init_len = len;
+	}
 	x->h = easy_new(rl, &x->hdrs);
 	x->hdrs = curl_slist_append(x->hdrs, "Content-Type: application/json");
 	x->hdrs = x->hdrs ? curl_slist_append(x->hdrs, "Accept: application/json, text/event-stream") : NULL;
@@ -266,6 +286,56 @@ static void post_line(struct relay *rl, char *line, size_t len)
 	rl->xfers = x;
 }
 
+static void post_line(struct relay *rl, char *line, size_t len)
+{
+	post(rl, line, len, false);
+}
+
+/* Puts a line back in front of what stdin gave, to be sent again. */
+static bool requeue(struct relay *rl, const char *line, size_t len)
+{
+	if (rl->cap - rl->len < len + 1) {
+		char *nb = realloc(rl->line, rl->len + len + 1);
+		if (!nb)
+			return false;
+		rl->line = nb;
+		rl->cap = rl->len + len + 1;
+	}
+	memmove(rl->line + len + 1, rl->line, rl->len);
+	memcpy(rl->line, line, len);
+	rl->line[len] = '\n';
+	rl->len += len + 1;
+	return true;
+}
+
+/* A request answered 404: its session ended on the daemon (it expired
+ * while the host was idle, or the daemon restarted). The first to see it
+ * opens a new session with the host's own initialize (its answer kept to
+ * the relay) and the request, and those after it, are sent again in it;
+ * a new session that ends at once (within 5 s) is not retried: the 404
+ * goes to the host. True when x will be sent again. */
+static bool retry(struct relay *rl, struct xfer *x)
+{
+	static const char initialized[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+	if (!rl->init_line || !x->sent_sid[0] || rl->overlong)
+		return false;
+	if (strcmp(rl->sid, x->sent_sid) != 0) /* a new session is there, or coming */
+		return requeue(rl, x->body, x->blen);
+	uint64_t now = ward_now_ns();
+	char *init = malloc(rl->init_len + 1);
+	if (!init || (rl->reinit_ns && now - rl->reinit_ns < 5000000000ull) ||
+	    !requeue(rl, x->body, x->blen) || !requeue(rl, initialized, sizeof(initialized) - 1)) {
+		free(init);
+		return false;
+	}
+	fprintf(stderr, "ward: mcp: the daemon ended the MCP session (expired?); opening a new one\n");
+	rl->reinit_ns = now;
+	rl->sid[0] = '\0';
+	memcpy(init, rl->init_line, rl->init_len + 1);
+	post(rl, init, rl->init_len, true);
+	return true;
+}
+
 /* initialize answered: its session and version go with what follows. */
 static void note_init(struct relay *rl, struct xfer *x, json_t *answer)
 {
@@ -287,17 +357,20 @@ static void xfer_done(struct xfer *x, CURLcode cc)
 	long status = 0;
 	char msg[512];
 	curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
+	json_t *id = x->hidden ? NULL : x->id; /* a hidden one's errors go to stderr */
 	if (cc != CURLE_OK) {
 		snprintf(msg, sizeof(msg), "ward: %.200s: %s", rl->url,
 			 x->too_big ? "the answer is over the size limit" : curl_easy_strerror(cc));
-		emit_error(x->id, -32603, msg);
+		emit_error(id, -32603, msg);
 		return;
 	}
+	if (status == 404 && x->id && !x->init && retry(rl, x))
+		return;
 	if (x->sse) { /* its events are out: was the answer one of them? */
 		snprintf(msg, sizeof(msg), "ward: HTTP %ld from %.200s: the stream ended without "
 			 "the answer", status, rl->url);
-		if (x->id && !x->sse_seen)
-			emit_error(x->id, -32603, msg);
+		if (id && !x->sse_seen)
+			emit_error(id, -32603, msg);
 		return;
 	}
 	json_t *b = x->rlen ? json_loadb(x->resp, x->rlen, 0, NULL) : NULL;
@@ -310,15 +383,16 @@ static void xfer_done(struct xfer *x, CURLcode cc)
 			note_init(rl, x, b);
 		if (x->id && json_is_null(json_object_get(b, "id")))
 			json_object_set(b, "id", x->id);
-		emit(b);
+		if (!x->hidden)
+			emit(b);
 	} else if (status >= 300) {
 		const char *why = json_string_value(json_object_get(json_object_get(b, "error"),
 								    "message"));
 		snprintf(msg, sizeof(msg), "ward: HTTP %ld from %.200s%s%.200s", status, rl->url,
 			 why ? ": " : "", why ? why : "");
-		emit_error(x->id, -32603, msg);
-	} else if (x->id && status != 202) { /* 202: cancelled, nothing to answer */
-		emit_error(x->id, -32603, "ward: the daemon's answer is not a JSON-RPC message");
+		emit_error(id, -32603, msg);
+	} else if (id && status != 202) { /* 202: cancelled, nothing to answer */
+		emit_error(id, -32603, "ward: the daemon's answer is not a JSON-RPC message");
 	}
 	json_decref(b);
 }
@@ -527,5 +601,6 @@ int ward_cli_mcp_connect(int argc, char **argv)
 	curl_global_cleanup();
 	free(rl.line);
 	free(rl.auth);
+	free(rl.init_line);
 	return rc;
 }

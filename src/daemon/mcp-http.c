@@ -497,14 +497,19 @@ void srv_mcp_client_gone(struct srv *s, void *ptr)
 	}
 }
 
-/* Conversations idle past mcp-session-idle, with nothing in flight, end. */
+/* Conversations idle past mcp-session-idle, with nothing in flight, end
+ * (audited: the client's next request is 404 and it must start again). */
 void srv_mcp_tick(struct srv *s)
 {
 	uint64_t now = ward_now_ns(), idle = s->cfg.mcp_session_idle_ms * 1000000ull;
 	for (struct mcp_sess *ss = sessions, *nx; ss; ss = nx) {
 		nx = ss->next;
-		if (!ss->n_calls && !ward_mcp_pending(ss->m) && now - ss->last_ns >= idle)
-			sess_free(ss);
+		if (ss->n_calls || ward_mcp_pending(ss->m) || now - ss->last_ns < idle)
+			continue;
+		json_t *f = json_pack("{s:s, s:s}", "key_id", ss->key_id, "tenant", ss->tenant);
+		ward_service_audit(s->svc, "mcp.session.expired", f);
+		json_decref(f);
+		sess_free(ss);
 	}
 }
 

@@ -195,4 +195,8 @@ test_expect_success SERVE 'an idle MCP session expires: its slot is free and its
 	r=$(mcp "$K_ALL" -H "Mcp-Session-Id: $(cat "$D/sid_a")" -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}") &&
 	expect_eq "$(code "$r")" 404
 '
+test_expect_success SERVE,NODE,SDK 'ward mcp --connect opens a new session when the daemon ended its own' '
+	k=$("$WARD" keys add --keys-file "$KEYS" --tenant gamma --scopes execute --json | key_of) &&
+	WARD_CONNECT="unix://$SOCK" WARD_AUDIT="$AUDIT" WARD_API_KEY=$k timeout 120 node "$MCPJS/connect-client.mjs" reopen
+'
 test_done

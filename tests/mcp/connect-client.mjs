@@ -3,8 +3,10 @@
 // client, one case per run:
 //   node connect-client.mjs CASE
 // with WARD (the binary), WARD_SDK (the SDK's dist/esm directory),
-// WARD_CONNECT (the URL) and WARD_API_KEY in the environment. Exits 0 when
+// WARD_CONNECT (the URL), WARD_API_KEY and (reopen) WARD_AUDIT, the
+// daemon's audit log, in the environment. Exits 0 when
 // the case holds, else prints why and exits 1.
+import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
 const sdk = process.env.WARD_SDK;
@@ -61,6 +63,28 @@ const cases = {
 				fail('the relay is still running 5 s after stdin closed');
 			await new Promise((r) => setTimeout(r, 20));
 		}
+	},
+	async reopen() {
+		// the daemon ends the session while the host is idle (mcp-session-idle):
+		// the relay opens a new one and sends the request again in it
+		await client.connect(transport);
+		let r = await client.callTool({ name: 'run_python_code', arguments: { python_code: 'print("before")' } });
+		check(!r.isError && text(r).includes('before'), 'a call', r);
+		const audit = process.env.WARD_AUDIT;
+		// this key's session, by its id (wk_ID_SECRET)
+		const kid = process.env.WARD_API_KEY.split('_')[1];
+		const expired = () => readFileSync(audit, 'utf8').split('\n').filter((l) =>
+			l.includes('"mcp.session.expired"') && l.includes(`"key_id":"${kid}"`)).length;
+		const n0 = expired();
+		const end = Date.now() + 20000;
+		while (expired() === n0) {
+			if (Date.now() > end)
+				fail('the session never expired');
+			await new Promise((res) => setTimeout(res, 50));
+		}
+		r = await client.callTool({ name: 'run_python_code', arguments: { python_code: 'print("after")' } });
+		check(!r.isError && text(r).includes('after'), 'a call after the session expired', r);
+		await client.close();
 	},
 	async refused() {
 		// a wrong key: initialize fails with the daemon's 401 as a JSON-RPC error
