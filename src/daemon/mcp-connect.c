@@ -53,7 +53,7 @@ struct relay {
 	struct xfer *xfers;         /* in flight */
 	char *init_line;            /* the host's initialize, to open a new session */
 	size_t init_len;
-	uint64_t reinit_ns;         /* when the last new session was opened */
+	bool served;                /* the session has answered a request */
 };
 
 /* One POST in flight. */
@@ -312,8 +312,8 @@ static bool requeue(struct relay *rl, const char *line, size_t len)
  * while the host was idle, or the daemon restarted). The first to see it
  * opens a new session with the host's own initialize (its answer kept to
  * the relay) and the request, and those after it, are sent again in it;
- * a new session that ends at once (within 5 s) is not retried: the 404
- * goes to the host. True when x will be sent again. */
+ * a new session that ends before it answered anything is not retried: the
+ * 404 goes to the host. True when x will be sent again. */
 static bool retry(struct relay *rl, struct xfer *x)
 {
 	static const char initialized[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
@@ -321,15 +321,14 @@ static bool retry(struct relay *rl, struct xfer *x)
 		return false;
 	if (strcmp(rl->sid, x->sent_sid) != 0) /* a new session is there, or coming */
 		return requeue(rl, x->body, x->blen);
-	uint64_t now = ward_now_ns();
 	char *init = malloc(rl->init_len + 1);
-	if (!init || (rl->reinit_ns && now - rl->reinit_ns < 5000000000ull) ||
+	if (!init || !rl->served ||
 	    !requeue(rl, x->body, x->blen) || !requeue(rl, initialized, sizeof(initialized) - 1)) {
 		free(init);
 		return false;
 	}
 	fprintf(stderr, "ward: mcp: the daemon ended the MCP session (expired?); opening a new one\n");
-	rl->reinit_ns = now;
+	rl->served = false;
 	rl->sid[0] = '\0';
 	memcpy(init, rl->init_line, rl->init_len + 1);
 	post(rl, init, rl->init_len, true);
@@ -344,6 +343,7 @@ static void note_init(struct relay *rl, struct xfer *x, json_t *answer)
 	if (!res || !x->sid[0])
 		return;
 	ward_strlcpy(rl->sid, x->sid, sizeof(rl->sid));
+	rl->served = !x->hidden; /* the host's own: reopened if it ends */
 	if (v && strlen(v) < sizeof(rl->version))
 		ward_strlcpy(rl->version, v, sizeof(rl->version));
 }
@@ -364,6 +364,9 @@ static void xfer_done(struct xfer *x, CURLcode cc)
 		emit_error(id, -32603, msg);
 		return;
 	}
+	if (status >= 200 && status < 300 && !x->init && rl->sid[0] &&
+	    strcmp(x->sent_sid, rl->sid) == 0)
+		rl->served = true; /* a session that works: reopened if it ends */
 	if (status == 404 && x->id && !x->init && retry(rl, x))
 		return;
 	if (x->sse) { /* its events are out: was the answer one of them? */
