@@ -59,6 +59,7 @@ static const char mcp_usage[] =
 struct mcp_opts {
 	const char *policy;
 	bool connect;
+	bool api_key;
 	bool help;
 };
 
@@ -78,7 +79,7 @@ static int parse(int argc, char **argv, struct mcp_opts *o)
 		switch (c) {
 		case 'p': o->policy = optarg; break;
 		case 'C': o->connect = true; break;
-		case 'k': break; /* --connect's */
+		case 'k': o->api_key = true; break; /* --connect's */
 		case 'h': o->help = true; break;
 		default:
 			fprintf(stderr, "ward: error: mcp: unknown or incomplete option '%s'\n%s",
@@ -89,6 +90,11 @@ static int parse(int argc, char **argv, struct mcp_opts *o)
 	if (optind < argc) {
 		fprintf(stderr, "ward: error: mcp: unexpected argument '%s'\n%s", argv[optind],
 			mcp_usage);
+		return -1;
+	}
+	if (o->api_key && !o->connect) {
+		fprintf(stderr, "ward: error: mcp: --api-key goes with --connect URL (a local "
+			"server needs no key)\n");
 		return -1;
 	}
 	return 0;
@@ -370,6 +376,10 @@ static int run_server(const struct mcp_opts *o)
 
 int ward_cli_mcp(int argc, char **argv)
 {
+	/* the relay parses its own options */
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--connect") == 0 || strncmp(argv[i], "--connect=", 10) == 0)
+			return ward_cli_mcp_connect(argc, argv);
 	struct mcp_opts o = { 0 };
 	if (parse(argc, argv, &o) < 0)
 		return 2;
@@ -377,7 +387,5 @@ int ward_cli_mcp(int argc, char **argv)
 		fputs(mcp_usage, stdout);
 		return 0;
 	}
-	if (o.connect)
-		return ward_cli_mcp_connect(argc, argv);
 	return run_server(&o);
 }

@@ -26,7 +26,8 @@ raw() { python3 "$SRCDIR/tests/mcp/stdio-raw.py" "$1" > "out.$1" 2>&1; local rc=
 
 test_expect_success 'ward mcp --help describes it' '
 	"$WARD" mcp --help > help && grep -q "MCP server" help && grep -q -- "--connect URL" help &&
-	! "$WARD" mcp --bogus 2> err && grep -q "unknown or incomplete option" err
+	! "$WARD" mcp --bogus 2> err && grep -q "unknown or incomplete option" err &&
+	{ "$WARD" mcp --api-key wk_x < /dev/null 2> err; expect_eq $? 2; } && grep -q "goes with --connect" err
 '
 test_expect_success SDK 'SDK: initialize, and tools/list with closed schemas' 'sdk init'
 test_expect_success SDK 'SDK: run_python_code returns stdout, stderr and the last value' 'sdk python'
