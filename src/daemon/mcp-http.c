@@ -108,8 +108,6 @@ static int rpc_error(struct req *rq, unsigned status, int code, const char *msg,
 		json_object_set_new(b, "id", json_null());
 	int r = respond(rq, status, b, NULL);
 	json_decref(b);
-	if (status >= 400)
-		ward_service_count_bad_request(rq->s->svc);
 	return r;
 }
 

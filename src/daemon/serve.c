@@ -307,8 +307,8 @@ int ward_cli_serve(int argc, char **argv)
 	}
 	if (s->svc) /* answers what waits, while its connections are there */
 		ward_service_close(s->svc);
+	srv_mcp_close_all(); /* wakes what waits on them, before their connections close */
 	srv_http_stop(s);
-	srv_mcp_close_all(); /* before the core: their calls are its */
 	if (s->unix_bound && !s->stopping)
 		unlink(s->cfg.socket);
 	if (s->svc && ward_service_audit_log(s->svc)) {
