@@ -14,15 +14,16 @@
  * the daemon ended (404: it expired while the host was idle) is opened
  * again with the host's own initialize, and the request sent again in it.
  * On stdin's
- * end it exits at once: the requests in flight are dropped (their
- * connections close, which cancels them on the daemon) and the session is
- * ended with DELETE. The key comes from WARD_API_KEY or --api-key.
+ * end (or SIGTERM, SIGINT, SIGHUP) it exits at once: the requests in flight
+ * are dropped (their connections close, which cancels them on the daemon)
+ * and the session is ended with DELETE. The key comes from WARD_API_KEY or --api-key.
  */
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -551,6 +552,15 @@ static void end_session(struct relay *rl)
 	curl_slist_free_all(hdrs);
 }
 
+/* SIGTERM, SIGINT, SIGHUP: the end, as stdin's (the loop looks at least
+ * once a second; poll returns at once when interrupted). */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
+
 static int relay_loop(struct relay *rl)
 {
 	int fl = fcntl(STDIN_FILENO, F_GETFL);
@@ -561,7 +571,7 @@ static int relay_loop(struct relay *rl)
 		curl_multi_perform(rl->multi, &running);
 		reap(rl);
 		bool held = drain_lines(rl);
-		if (rl->eof)
+		if (rl->eof || stop_signal)
 			break;
 		curl_multi_perform(rl->multi, &running); /* starts what was added */
 		struct curl_waitfd in = { .fd = STDIN_FILENO, .events = CURL_WAIT_POLLIN };
@@ -594,6 +604,11 @@ int ward_cli_mcp_connect(int argc, char **argv)
 	if (!rl.auth)
 		return 1;
 	snprintf(rl.auth, an, "Authorization: Bearer %s", key);
+	struct sigaction sa = { .sa_handler = on_stop }; /* no SA_RESTART */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	int rc = relay_loop(&rl);
 	/* the end: what is in flight is dropped (the daemon cancels it as its
 	 * connection closes), then the session is ended */

@@ -147,6 +147,18 @@ test_expect_success SERVE,NODE,SDK 'ward mcp --connect over TCP; the relay ended
 	WARD_CONNECT="http://127.0.0.1:$PORT" timeout 120 node "$MCPJS/connect-client.mjs" basic &&
 	wait_for "the DELETE in the audit log" "[ \$(deletes) -gt $n0 ]"
 '
+test_expect_success SERVE 'ward mcp --connect ends its session on SIGTERM too, and kills what it ran' '
+	mkfifo in && "$WARD" keys add --keys-file "$KEYS" --tenant delta --scopes execute --json | key_of > k &&
+	{ WARD_API_KEY=$(cat k) "$WARD" mcp --connect "unix://$SOCK" < in > out 2> err & echo $! > rpid; } &&
+	exec 3> in && printf "%s\n" "$INIT" >&3 &&
+	wait_for "the initialize answer" "[ -s out ]" && n0=$(deletes) && m=$((RANDOM + 5100000)) &&
+	printf "%s\n" "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"run_code\",\"arguments\":{\"language\":\"bash\",\"code\":\"sleep $m\"}}}" >&3 &&
+	wait_for "the program to run" "pgrep -f \"^sleep $m\$\" > /dev/null" &&
+	kill -TERM "$(cat rpid)" && wait_for "the relay to exit" "process_gone $(cat rpid)" &&
+	wait_for "the DELETE in the audit log" "[ \$(deletes) -gt $n0 ]" &&
+	wait_for "the program to be killed" "! pgrep -f \"^sleep $m\$\" > /dev/null" &&
+	exec 3>&- && expect_eq "$(wc -l < out)" 1
+'
 test_expect_success SERVE,NODE,SDK 'ward mcp --connect with a wrong key: a JSON-RPC error, nothing else on stdout' '
 	WARD_CONNECT="unix://$SOCK" WARD_API_KEY=wk_000000000000_00 timeout 60 node "$MCPJS/connect-client.mjs" refused &&
 	{ printf "%s\n" "$INIT"; wait_for "the answer" "[ -s out ]"; } |
