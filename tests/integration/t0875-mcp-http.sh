@@ -148,23 +148,25 @@ test_expect_success SERVE,NODE,SDK 'ward mcp --connect over TCP; the relay ended
 	wait_for "the DELETE in the audit log" "[ \$(deletes) -gt $n0 ]"
 '
 test_expect_success SERVE 'ward mcp --connect ends its session on SIGTERM too, and kills what it ran' '
-	mkfifo in && "$WARD" keys add --keys-file "$KEYS" --tenant delta --scopes execute --json | key_of > k &&
-	{ WARD_API_KEY=$(cat k) "$WARD" mcp --connect "unix://$SOCK" < in > out 2> err & echo $! > rpid; } &&
+	rm -f term.out && mkfifo in && "$WARD" keys add --keys-file "$KEYS" --tenant delta --scopes execute --json | key_of > k &&
+	{ WARD_API_KEY=$(cat k) "$WARD" mcp --connect "unix://$SOCK" < in > term.out 2> err & echo $! > rpid; } &&
 	exec 3> in && printf "%s\n" "$INIT" >&3 &&
-	wait_for "the initialize answer" "[ -s out ]" && n0=$(deletes) && m=$((RANDOM + 5100000)) &&
+	wait_for "the initialize answer" "[ -s term.out ]" && n0=$(deletes) && m=$((RANDOM + 5100000)) &&
 	printf "%s\n" "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"run_code\",\"arguments\":{\"language\":\"bash\",\"code\":\"sleep $m\"}}}" >&3 &&
 	wait_for "the program to run" "pgrep -f \"^sleep $m\$\" > /dev/null" &&
 	kill -TERM "$(cat rpid)" && wait_for "the relay to exit" "process_gone $(cat rpid)" &&
 	wait_for "the DELETE in the audit log" "[ \$(deletes) -gt $n0 ]" &&
 	wait_for "the program to be killed" "! pgrep -f \"^sleep $m\$\" > /dev/null" &&
-	exec 3>&- && expect_eq "$(wc -l < out)" 1
+	exec 3>&- && expect_eq "$(wc -l < term.out)" 1
 '
 test_expect_success SERVE,NODE,SDK 'ward mcp --connect with a wrong key: a JSON-RPC error, nothing else on stdout' '
 	WARD_CONNECT="unix://$SOCK" WARD_API_KEY=wk_000000000000_00 timeout 60 node "$MCPJS/connect-client.mjs" refused &&
-	{ printf "%s\n" "$INIT"; wait_for "the answer" "[ -s out ]"; } |
-		WARD_API_KEY=wk_000000000000_00 timeout 20 "$WARD" mcp --connect "unix://$SOCK" > out &&
-	expect_eq "$(wc -l < out)" 1 && expect_eq "$(ward_json error.code < out)" -32603 &&
-	expect_contains "$(ward_json error.message < out)" "HTTP 401" && expect_eq "$(ward_json id < out)" 1
+	rm -f wrong.out &&
+	{ printf "%s\n" "$INIT"; wait_for "the answer" "[ -s wrong.out ]"; } |
+		WARD_API_KEY=wk_000000000000_00 timeout 20 "$WARD" mcp --connect "unix://$SOCK" > wrong.out &&
+	expect_eq "$(wc -l < wrong.out)" 1 && expect_eq "$(ward_json error.code < wrong.out)" -32603 &&
+	expect_contains "$(ward_json error.message < wrong.out)" "HTTP 401" &&
+	expect_eq "$(ward_json id < wrong.out)" 1
 '
 test_expect_success SERVE 'ward mcp --connect refuses a bad URL and a missing key' '
 	! WARD_API_KEY= "$WARD" mcp --connect "unix://$SOCK" < /dev/null > out 2> err &&
@@ -172,19 +174,20 @@ test_expect_success SERVE 'ward mcp --connect refuses a bad URL and a missing ke
 	! "$WARD" mcp --connect "ftp://x" < /dev/null > out 2> err && expect_contains "$(cat err)" "unix:///PATH"
 '
 test_expect_success SERVE 'ward mcp --connect relays a text/event-stream answer, event by event' '
+	rm -f sse.out port
 	python3 "$MCPJS/connect-sse-server.py" > port & spid=$!
 	wait_for "the stand-in server" "[ -s port ]" &&
 	{ printf "%s\n" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}" \
 		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}" \
 		"{\"jsonrpc\":\"2.0\",\"id\":\"two\",\"method\":\"ping\"}"
-	  wait_for "the answers" "[ \$(wc -l < out) -ge 4 ]"; } |
-		WARD_API_KEY=k timeout 20 "$WARD" mcp --connect "http://127.0.0.1:$(cat port)" > out
+	  wait_for "the answers" "[ -f sse.out ] && [ \$(wc -l < sse.out) -ge 4 ]"; } |
+		WARD_API_KEY=k timeout 20 "$WARD" mcp --connect "http://127.0.0.1:$(cat port)" > sse.out
 	kill $spid &&
-	expect_eq "$(wc -l < out)" 4 &&
-	expect_eq "$(sed -n 1p out | ward_json method)" notifications/message &&
-	expect_eq "$(sed -n 2p out | ward_json result.serverInfo.name)" sse &&
-	expect_eq "$(sed -n 4p out | ward_json result.sid)" sse-session-1 &&
-	expect_eq "$(sed -n 4p out | ward_json result.version)" 2025-06-18
+	expect_eq "$(wc -l < sse.out)" 4 &&
+	expect_eq "$(sed -n 1p sse.out | ward_json method)" notifications/message &&
+	expect_eq "$(sed -n 2p sse.out | ward_json result.serverInfo.name)" sse &&
+	expect_eq "$(sed -n 4p sse.out | ward_json result.sid)" sse-session-1 &&
+	expect_eq "$(sed -n 4p sse.out | ward_json result.version)" 2025-06-18
 '
 # the bounds, on a daemon of their own
 if [ -z "${prereq_missing[SERVE]:-}" ]; then
