@@ -94,6 +94,9 @@ test_expect_success SERVE,NODE,SDK 'a client that closes its connection cancels 
 test_expect_success SERVE,NODE,SDK 'the POST of a cancelled call ends with 202 and no body' '
 	sdk cancelraw
 '
+test_expect_success SERVE,NODE,SDK 'a request id already in flight in the session is refused' '
+	sdk dupid
+'
 S=
 [ -z "${prereq_missing[SERVE]:-}" ] && S=$(new_session "$K_ALL")
 test_expect_success SERVE 'protocol errors: bad JSON, a non-request, a batch, an unknown method' '

@@ -202,6 +202,24 @@ const cases = {
 		await until('the program to be killed', async () => !running(`sleep\0${m}`));
 		await client.close();
 	},
+	async dupid() {
+		// a second request with the id of one in flight is refused (-32600)
+		const { client, transport } = await connect();
+		const m = marker();
+		const call = { jsonrpc: '2.0', id: 'dup', method: 'tools/call',
+			params: { name: 'run_code', arguments: { language: 'bash', code: `sleep ${m}` } } };
+		const p = post(transport.sessionId, call);
+		p.catch(() => {});
+		await until('the program to run', async () => running(`sleep\0${m}`));
+		const [st, body] = await post(transport.sessionId, call);
+		check(st === 400 && JSON.parse(body).error.code === -32600 && JSON.parse(body).id === 'dup',
+			'the same id again is 400 -32600', [st, body]);
+		await post(transport.sessionId, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'dup' } });
+		const [st1] = await p;
+		check(st1 === 202, 'the first ends when cancelled', st1);
+		await until('the program to be killed', async () => !running(`sleep\0${m}`));
+		await client.close();
+	},
 	async deleted() {
 		// DELETE ends the session, and kills what it runs
 		const { client, transport } = await connect();
