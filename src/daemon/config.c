@@ -74,6 +74,10 @@ static const struct setting settings[] = {
 	L("egress-resolve", egress_resolve, WARD_NET_SETTING_RESOLVE, "NAME=IP: the egress proxy resolves NAME to IP only (repeatable)"),
 	L("egress-allow-private", egress_allow_private, WARD_NET_SETTING_ALLOW_PRIVATE, "CIDR: a private, loopback or link-local range the egress proxy may reach (repeatable)"),
 	L("egress-dns", egress_dns, WARD_NET_SETTING_DNS, "ADDR[:PORT]: the egress proxy's DNS server (repeatable; default: /etc/resolv.conf)"),
+	S("mcp-max-sessions", K_UINT, mcp_max_sessions, "MCP sessions open on /mcp, all tenants (default 256)"),
+	S("mcp-max-sessions-per-tenant", K_UINT, mcp_max_sessions_per_tenant, "MCP sessions open on /mcp per tenant (default 16)"),
+	S("mcp-session-idle", K_DUR, mcp_session_idle_ms, "an MCP session unused this long ends (default 30m)"),
+	S("mcp-allowed-origins", K_STR, mcp_allowed_origins, "browser origins /mcp accepts, comma-separated and exact (default none: a request with an Origin header is refused)"),
 	S("egress-ca", K_STR, core.egress_ca, "extra CA file (PEM) the egress proxy trusts for upstream TLS"),
 };
 #undef S
@@ -90,6 +94,9 @@ void srv_config_defaults(struct srv_config *c)
 	c->max_unauthenticated = 64;
 	c->header_timeout_ms = 10000;
 	c->idle_timeout_ms = 60000;
+	c->mcp_max_sessions = 256;
+	c->mcp_max_sessions_per_tenant = 16;
+	c->mcp_session_idle_ms = 30 * 60000;
 }
 
 static void release_egress_credentials(struct ward_service_config *core)

@@ -41,6 +41,11 @@ struct srv_config {
 	bool launcher;                /* a launcher clones them (default true) */
 	char *zygote;                 /* "python" (default) or "none" */
 	char *zygote_modules;         /* preloaded, comma-separated */
+	/* /mcp (mcp-http.c) */
+	uint64_t mcp_max_sessions;    /* MCP sessions open, all tenants */
+	uint64_t mcp_max_sessions_per_tenant;
+	uint64_t mcp_session_idle_ms; /* an MCP session unused this long ends */
+	char *mcp_allowed_origins;    /* comma-separated; NULL: no browser origin */
 };
 
 struct srv {
@@ -78,8 +83,16 @@ unsigned srv_http_connections(struct srv *s);
 /* A client waiting for an execution hung up (its watch fired). */
 void srv_http_client_gone(struct srv *s, void *waiter);
 
+/* mcp-http.c: a client waiting on /mcp hung up (its watch fired); the
+ * loop's idle expiry and its deadline (ms, -1: none); every MCP session
+ * ended (before the core is freed). */
+void srv_mcp_client_gone(struct srv *s, void *call);
+void srv_mcp_tick(struct srv *s);
+int srv_mcp_timeout(struct srv *s);
+void srv_mcp_close_all(void);
+
 /* The loop's watches: data.ptr of each epoll event points at one. */
-enum watch_kind { WATCH_MHD, WATCH_SIGNAL, WATCH_SERVICE, WATCH_CLIENT };
+enum watch_kind { WATCH_MHD, WATCH_SIGNAL, WATCH_SERVICE, WATCH_CLIENT, WATCH_MCP };
 struct watch {
 	enum watch_kind kind;
 	void *ptr;

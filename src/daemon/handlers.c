@@ -116,6 +116,8 @@ void srv_http_client_gone(struct srv *s, void *ptr)
 void http_req_end(struct req *rq, bool client_gone)
 {
 	struct waiter *w = rq->w;
+	if (rq->mcp)
+		srv_mcp_req_end(rq);
 	if (!w)
 		return;
 	client_watch(w, false);
@@ -271,6 +273,8 @@ static int reply_out(struct req *rq, struct ward_reply *r)
 int http_next_call(struct req *rq)
 {
 	struct waiter *w = rq->w;
+	if (rq->mcp)
+		return srv_mcp_next(rq);
 	if (w && w->answer && !rq->answered)
 		return ward_answer_done(w->answer) ? answer_later(rq) : MHD_YES;
 	if (w && w->ex && !rq->answered)
@@ -396,6 +400,7 @@ static handler_fn *const handlers[] = {
 	[RH_FILE_PUT] = h_file_put,
 	[RH_FILE_DELETE] = h_file_delete,
 	[RH_SESSION_NETWORK] = h_session_network,
+	[RH_MCP] = srv_mcp_handle,
 };
 _Static_assert(ARRAY_SIZE(handlers) == ROUTE_N_HANDLERS, "a handler for every route kind");
 

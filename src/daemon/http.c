@@ -53,6 +53,8 @@ int srv_respond_json(struct MHD_Connection *c, unsigned status, json_t *body)
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "application/json");
+	if (status == 401) /* RFC 9110: a 401 names its scheme */
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"ward\"");
 	if (close_next)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	close_next = false;
@@ -387,6 +389,7 @@ int srv_http_start(struct srv *s, int unix_fd)
 void srv_http_run(struct srv *s)
 {
 	unauth_expire(s);
+	srv_mcp_tick(s);
 	if (denials)
 		ward_audit_tally_flush(denials, ward_service_audit_log(s->svc), ward_now_ns(), false);
 	for (int i = 0; i < s->n_mhd; i++)
@@ -409,6 +412,9 @@ int srv_http_timeout(struct srv *s)
 		int t = end <= now ? 0 : (int)((end - now) / 1000000 + 1);
 		best = best < 0 || t < best ? t : best;
 	}
+	int mt = srv_mcp_timeout(s);
+	if (mt >= 0 && (best < 0 || mt < best))
+		best = mt;
 	if (unauth_head) {
 		uint64_t now = ward_now_ns(), d = unauth_head->deadline_ns;
 		int t = d <= now ? 0 : (int)((d - now) / 1000000 + 1);

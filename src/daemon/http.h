@@ -9,6 +9,7 @@
 #include "routes.h"
 
 struct waiter;
+struct mcp_call;
 
 /* One request, from its first callback to its completion. */
 struct req {
@@ -25,6 +26,7 @@ struct req {
 	const char *url;         /* libmicrohttpd's, for the request's lifetime */
 	struct ward_key_info key;
 	struct waiter *w;        /* an execution or a later answer it waits for */
+	struct mcp_call *mcp;    /* /mcp: a JSON-RPC request waiting for its answer */
 };
 
 /* http.c */
@@ -54,5 +56,12 @@ int http_next_call(struct req *rq);
 bool http_take_body(struct req *rq, const char *data, size_t n);
 /* The request is over (client_gone: before its answer was sent). */
 void http_req_end(struct req *rq, bool client_gone);
+
+/* mcp-http.c: /mcp, the MCP streamable HTTP transport */
+int srv_mcp_handle(struct req *rq);
+/* A later call of a request with rq->mcp set (resumed: its answer came). */
+int srv_mcp_next(struct req *rq);
+/* rq (with rq->mcp) is over: a request still unanswered is cancelled. */
+void srv_mcp_req_end(struct req *rq);
 
 #endif

@@ -1,8 +1,10 @@
 /* src/daemon/main.c — `ward-serve`: the daemon as its own, dynamically
- * linked program, which a static `ward serve` execs (serve-stub.c). The
- * same process setup as src/cli/main.c: fds 0-2 exist, SIGPIPE ignored. */
+ * linked program, which a static `ward serve` execs (serve-stub.c), and
+ * the relay of a static `ward mcp --connect` (argv[1] "mcp"). The same
+ * process setup as src/cli/main.c: fds 0-2 exist, SIGPIPE ignored. */
 #include <fcntl.h>
 #include <signal.h>
+#include <string.h>
 
 #include "base/util.h"
 #include "serve.h"
@@ -14,5 +16,7 @@ int main(int argc, char **argv)
 			_exit(125);
 	struct sigaction sa = { .sa_handler = SIG_IGN };
 	sigaction(SIGPIPE, &sa, NULL);
+	if (argc > 1 && strcmp(argv[1], "mcp") == 0)
+		return ward_cli_mcp_connect(argc - 1, argv + 1);
 	return ward_cli_serve(argc, argv);
 }

@@ -40,6 +40,8 @@ const struct route ward_routes[] = {
 	{ "GET", "/v1/sessions/{id}/files", FILES, RH_FILE_GET, "files", RB_NONE },
 	{ "PUT", "/v1/sessions/{id}/files", FILES, RH_FILE_PUT, "files", RB_UPLOAD },
 	{ "DELETE", "/v1/sessions/{id}/files", FILES, RH_FILE_DELETE, "files", RB_NONE },
+	{ "POST", "/mcp", EXECUTE, RH_MCP, "mcp", RB_JSON },
+	{ "DELETE", "/mcp", EXECUTE, RH_MCP, "mcp", RB_NONE },
 };
 const size_t ward_n_routes = ARRAY_SIZE(ward_routes);
 

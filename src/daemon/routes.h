@@ -41,6 +41,7 @@ enum route_handler {
 	RH_FILE_PUT,
 	RH_FILE_DELETE,
 	RH_SESSION_NETWORK,
+	RH_MCP,
 	ROUTE_N_HANDLERS
 };
 

@@ -200,6 +200,8 @@ int srv_loop(struct srv *s)
 				on_signals(s);
 			else if (w->kind == WATCH_CLIENT)
 				srv_http_client_gone(s, w->ptr);
+			else if (w->kind == WATCH_MCP)
+				srv_mcp_client_gone(s, w->ptr);
 		}
 		/* the core's fds, and its timers, every turn */
 		ward_service_dispatch(s->svc);
@@ -305,6 +307,7 @@ int ward_cli_serve(int argc, char **argv)
 	}
 	if (s->svc) /* answers what waits, while its connections are there */
 		ward_service_close(s->svc);
+	srv_mcp_close_all(); /* wakes what waits on them, before their connections close */
 	srv_http_stop(s);
 	if (s->unix_bound && !s->stopping)
 		unlink(s->cfg.socket);
