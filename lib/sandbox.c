@@ -162,6 +162,16 @@ static int exec_program(struct ward_plan *plan)
 static __attribute__((noreturn)) void program_main(struct ward_plan *plan,
 						   struct ward_report *rep)
 {
+	/* An ignored signal stays ignored across execve: ward ignores SIGPIPE
+	 * for itself, and a program must not inherit that (`yes | head` would
+	 * print "Broken pipe" instead of ending quietly). Nothing else is
+	 * ignored by any of ward's processes. The mask is inherited too: a
+	 * front end that blocks signals for itself must not pass that on. */
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigaction(SIGPIPE, &dfl, NULL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (ward_layers_apply(ward_layers, ward_n_layers, WARD_STAGE_PROGRAM, plan, &rep->err) < 0)
 		goto fail;
 	rep->layers = plan->layers;
