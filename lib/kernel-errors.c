@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "base/util.h"
+#include "ward/error.h"
 #include "ward/kernel.h"
 
 /* When the kernel could not answer, the verdict says why: say it as an
@@ -46,6 +47,16 @@ WARD_EXPORT json_t *ward_kernel_limit_error(const struct ward_verdict *v, const 
 		name = "Cancelled";
 		snprintf(hint, sizeof(hint), "the execution was cancelled");
 		break;
+	case WARD_STATUS_SETUP_FAILED:
+		if (v->setup.message[0]) {
+			/* what stopped the sandbox, as `ward run` says it */
+			char what[200];
+			name = "SetupError";
+			snprintf(hint, sizeof(hint), "the sandbox could not be set up: %s",
+				 ward_error_format(&v->setup, what, sizeof(what)));
+			break;
+		}
+		/* fall through */
 	default:
 		snprintf(hint, sizeof(hint), "the kernel ended (%s)", ward_status_name(v->status));
 	}

@@ -217,4 +217,11 @@ test_expect_success 'exec: bad input gets clear errors' '
 	out=$("$WARD" exec --lang python 2>&1); expect_contains "$out" "no code given" &&
 	out=$("$WARD" call --lang python -f tool.py --function x --args "{bad" 2>&1); expect_contains "$out" "--args"
 '
+test_expect_success 'a kernel whose sandbox could not be set up says why in the error (SetupError, the layer and its message)' '
+	out=$("$WARD" exec --lang python --json --workdir /workspace/no/such -c 1) ; rc=$?
+	test $rc -ne 0 &&
+	expect_contains "$out" "\"status\":\"setup_failed\"" &&
+	expect_contains "$out" "\"name\":\"SetupError\"" &&
+	expect_contains "$out" "unable to enter the working directory"
+'
 test_done
