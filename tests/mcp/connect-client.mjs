@@ -7,23 +7,10 @@
 // daemon's audit log, in the environment. Exits 0 when
 // the case holds, else prints why and exits 1.
 import { readFileSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
+import { check, fail, sdk, text } from './lib.mjs';
 
-const sdk = process.env.WARD_SDK;
-const { Client } = await import(pathToFileURL(`${sdk}/client/index.js`));
-const { StdioClientTransport } = await import(pathToFileURL(`${sdk}/client/stdio.js`));
-
-function fail(msg) {
-	console.log(`FAIL: ${msg}`);
-	process.exit(1);
-}
-function check(cond, msg, extra) {
-	if (!cond)
-		fail(`${msg}${extra === undefined ? '' : ': ' + JSON.stringify(extra).slice(0, 2000)}`);
-}
-function text(r) {
-	return r.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
-}
+const { Client } = await sdk('client/index.js');
+const { StdioClientTransport } = await sdk('client/stdio.js');
 
 const transport = new StdioClientTransport({
 	command: process.env.WARD, args: ['mcp', '--connect', process.env.WARD_CONNECT],

@@ -6,47 +6,14 @@
 // http://127.0.0.1:PORT/mcp) and WARD_API_KEY (the key to use; WARD_OTHER_KEY
 // a second key of the same tenant) in the environment. Exits 0 when the case
 // holds, else prints why and exits 1.
-import { readdirSync, readFileSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
+import { check, fail, running, sdk, text, until } from './lib.mjs';
 
-const sdk = process.env.WARD_SDK;
-const { Client } = await import(pathToFileURL(`${sdk}/client/index.js`));
-const { StreamableHTTPClientTransport } = await import(pathToFileURL(`${sdk}/client/streamableHttp.js`));
+const { Client } = await sdk('client/index.js');
+const { StreamableHTTPClientTransport } = await sdk('client/streamableHttp.js');
 
 const url = new URL(process.env.WARD_MCP_URL);
 const key = process.env.WARD_API_KEY;
 
-function fail(msg) {
-	console.log(`FAIL: ${msg}`);
-	process.exit(1);
-}
-function check(cond, msg, extra) {
-	if (!cond)
-		fail(`${msg}${extra === undefined ? '' : ': ' + JSON.stringify(extra).slice(0, 2000)}`);
-}
-function text(r) {
-	return r.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
-}
-async function until(what, cond, ms = 15000) {
-	const end = Date.now() + ms;
-	while (!(await cond())) {
-		if (Date.now() > end)
-			fail(`timed out waiting for ${what}`);
-		await new Promise((r) => setTimeout(r, 50));
-	}
-}
-// A process on this host whose command line holds marker.
-function running(marker) {
-	for (const pid of readdirSync('/proc')) {
-		if (!/^\d+$/.test(pid))
-			continue;
-		try {
-			if (readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(marker))
-				return true;
-		} catch {}
-	}
-	return false;
-}
 function marker() {
 	return String(4000000 + Math.floor(Math.random() * 900000));
 }
