@@ -425,6 +425,9 @@ static const struct key top_keys[] = {
 	{ "cgroup", j_cgroup },
 	{ "allow_degraded", j_degraded },
 	{ "lint", j_lint },
+	{ "permissions", wp_json_permissions },
+	{ "writable", wp_json_writable },
+	{ "exec", wp_json_exec },
 };
 
 /* --- loading --- */
@@ -498,6 +501,7 @@ WARD_EXPORT int ward_policy_load_json(struct ward_policy *p, const char *buf,
 	r = ward_policy_copy(&copy, p, err);
 	if (r == 0) {
 		c.p = &copy;
+		c.root = root;
 		r = walk(&c, "", root, top_keys, ARRAY_SIZE(top_keys));
 		if (r < 0) {
 			ward_policy_release(&copy);
@@ -686,6 +690,7 @@ WARD_EXPORT char *ward_policy_to_json(const struct ward_policy *p)
 	/* left out when empty, so policies without lint print as they always did */
 	if (!lint_empty(p))
 		put(root, "lint", lint_json(p, &ok), &ok);
+	wp_fs_json(p, root, &ok);
 	if (ok)
 		out = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 	json_decref(root);

@@ -345,7 +345,8 @@ static void test_unknown_keys(void)
 {
 	json_fails("{\"limit\": {}}", "policy.json: limit: unknown field");
 	is_str(err.hint, "known fields: limits, mounts, env, workdir, hostname, image, "
-	       "network, user, cgroup, allow_degraded, lint", "  hint lists the fields");
+	       "network, user, cgroup, allow_degraded, lint, permissions, writable, exec",
+	       "  hint lists the fields");
 	json_fails("{\"limits\": {\"memroy\": \"1G\"}}", PJ "memroy: unknown field");
 	has_str(err.hint, "memory, pids, timeout", "  hint lists the limits");
 	json_fails("{\"mounts\": [{\"host\": \"/a\", \"hots\": \"/b\"}]}",
@@ -1149,6 +1150,7 @@ static void tighten_base(struct ward_policy *b)
 		   " \"mounts\": [{\"host\": \"/usr/share\", \"inside\": \"/data\"}],"
 		   " \"env\": {\"PROXY\": \"http://10.0.0.1\"}, \"cgroup\": {\"required\": true},"
 		   " \"lint\": {\"deny_imports\": [\"socket\"]},"
+		   " \"writable\": [\"/workspace/out\", \"/tmp\"], \"exec\": \"program\","
 		   " \"network\": {\"allow\": [\"pypi.test\", \"*.example.test:*\", \"10.0.0.0/8\"],"
 		   " \"deny\": [\"bad.example.test\"], \"max_connections\": 16,"
 		   " \"max_bytes_out\": \"100M\"}}") == 0, "the operator's policy loads");
@@ -1210,7 +1212,9 @@ static void test_tighten_limits(void)
 typedef void (*loosen_fn)(struct ward_policy *p);
 
 static void l_mounts(struct ward_policy *p) { p->binds[0].writable = true; }
-static void l_env(struct ward_policy *p) { ward_policy_set(p, "env.unset", "PROXY", NULL, &err); }
+static void l_env(struct ward_policy *p) { ward_policy_set(p, "env", "PROXY=http://evil.test", NULL, &err); }
+static void l_writable(struct ward_policy *p) { p->writable_only = false; }
+static void l_exec(struct ward_policy *p) { p->exec_program_only = false; }
 static void l_image(struct ward_policy *p) { free(p->image); p->image = strdup("other"); }
 static void l_network(struct ward_policy *p) { ward_policy_set(p, "network.allow", "evil.test", NULL, &err); }
 static void l_root(struct ward_policy *p) { p->root_inside = true; }
@@ -1242,6 +1246,8 @@ static const struct {
 	{ "cgroup.required", "cgroup.required", l_cgroup },
 	{ "allow_degraded", "allow_degraded", l_degraded },
 	{ "lint", "lint.deny_imports", l_lint },
+	{ "writable", "writable", l_writable },
+	{ "exec", "exec", l_exec },
 };
 
 static void test_tighten_members(void)
