@@ -413,6 +413,13 @@ static int j_lint(struct wp_json_ctx *c, const char *path, json_t *obj)
 	return 0;
 }
 
+/* Applied after the rest of the document (ward_policy_load_json). */
+static int j_permissions_later(struct wp_json_ctx *c, const char *path, json_t *v)
+{
+	(void)c, (void)path, (void)v;
+	return 0;
+}
+
 static const struct key top_keys[] = {
 	{ "limits", j_limits },
 	{ "mounts", j_mounts },
@@ -425,7 +432,7 @@ static const struct key top_keys[] = {
 	{ "cgroup", j_cgroup },
 	{ "allow_degraded", j_degraded },
 	{ "lint", j_lint },
-	{ "permissions", wp_json_permissions },
+	{ "permissions", j_permissions_later },
 	{ "writable", wp_json_writable },
 	{ "exec", wp_json_exec },
 };
@@ -503,6 +510,9 @@ WARD_EXPORT int ward_policy_load_json(struct ward_policy *p, const char *buf,
 		c.p = &copy;
 		c.root = root;
 		r = walk(&c, "", root, top_keys, ARRAY_SIZE(top_keys));
+		json_t *perms = json_object_get(root, "permissions");
+		if (r == 0 && perms)
+			r = wp_field(err, wp_json_permissions(&c, "permissions", perms), "permissions");
 		if (r < 0) {
 			ward_policy_release(&copy);
 		} else {

@@ -7,6 +7,8 @@
  * policy, so --print-policy shows what it became, the tightening rules of
  * those fields apply unchanged, and a switch can never mean more than the
  * fields it sets. true leaves a field as it was: a switch only narrows.
+ * The switches apply after the rest of their document, so "read" and
+ * "write" act on the document's own "mounts" too.
  * docs/policy.md is the reference, including what "ffi" cannot enforce.
  * No syscalls; a document that names a switch and the field it sets (both
  * "permissions.net" and "network") is an error naming both.
@@ -24,14 +26,15 @@
 static const char *const ffi_imports[] = { "ctypes", "_ctypes", "cffi" };
 static const char *const ffi_calls[] = { "process.dlopen" };
 
-/* Each switch and the fields of ward's it sets in the same document. */
+/* Each switch and the fields of ward's it replaces, which the same document
+ * may not also give. ("mounts" may: the switches narrow them.) */
 static const struct {
 	const char *key;
 	const char *fields[2];
 } conflicts[] = {
 	{ "env", { "env", NULL } },
-	{ "read", { "mounts", NULL } },
-	{ "write", { "mounts", "writable" } },
+	{ "read", { NULL, NULL } },
+	{ "write", { "writable", NULL } },
 	{ "net", { "network", NULL } },
 	{ "run", { "exec", NULL } },
 	{ "ffi", { NULL, NULL } },
@@ -485,15 +488,22 @@ int wp_json_permissions(struct wp_json_ctx *c, const char *path, json_t *obj)
 		return r;
 	json_object_foreach(obj, k, v) {
 		char sub[WP_PATH_MAX];
-		perm_fn fn = NULL;
+		size_t i = 0;
+		while (i < ARRAY_SIZE(switches) && strcmp(k, switches[i].key) != 0)
+			i++;
 		wp_json_path_key(sub, sizeof(sub), path, k);
-		for (size_t i = 0; !fn && i < ARRAY_SIZE(switches); i++)
-			if (strcmp(k, switches[i].key) == 0)
-				fn = switches[i].fn;
-		if (!fn)
+		if (i == ARRAY_SIZE(switches))
 			return wp_json_unknown_key(c, sub, &switches[0].key, ARRAY_SIZE(switches),
 						   sizeof(switches[0]));
-		r = wp_field(c->err, fn(c, sub, v), sub);
+	}
+	/* in the table's order, whatever the document's: read drops the
+	 * read-only binds before write makes writable ones read-only */
+	for (size_t i = 0; i < ARRAY_SIZE(switches); i++) {
+		char sub[WP_PATH_MAX];
+		if (!(v = json_object_get(obj, switches[i].key)))
+			continue;
+		wp_json_path_key(sub, sizeof(sub), path, switches[i].key);
+		r = wp_field(c->err, switches[i].fn(c, sub, v), sub);
 		if (r < 0)
 			return r;
 	}
