@@ -55,4 +55,7 @@ bool http_take_body(struct req *rq, const char *data, size_t n);
 /* The request is over (client_gone: before its answer was sent). */
 void http_req_end(struct req *rq, bool client_gone);
 
+/* events.c: GET /v1/events */
+int h_events(struct req *rq);
+
 #endif
