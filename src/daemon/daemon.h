@@ -77,9 +77,11 @@ void srv_http_quiesce(struct srv *s);
 unsigned srv_http_connections(struct srv *s);
 /* A client waiting for an execution hung up (its watch fired). */
 void srv_http_client_gone(struct srv *s, void *waiter);
+/* GET /v1/events: its client hung up (WATCH_EVENTS) */
+void srv_events_client_gone(void *ptr);
 
 /* The loop's watches: data.ptr of each epoll event points at one. */
-enum watch_kind { WATCH_MHD, WATCH_SIGNAL, WATCH_SERVICE, WATCH_CLIENT };
+enum watch_kind { WATCH_MHD, WATCH_SIGNAL, WATCH_SERVICE, WATCH_CLIENT, WATCH_EVENTS };
 struct watch {
 	enum watch_kind kind;
 	void *ptr;

@@ -200,6 +200,8 @@ int srv_loop(struct srv *s)
 				on_signals(s);
 			else if (w->kind == WATCH_CLIENT)
 				srv_http_client_gone(s, w->ptr);
+			else if (w->kind == WATCH_EVENTS)
+				srv_events_client_gone(w->ptr);
 		}
 		/* the core's fds, and its timers, every turn */
 		ward_service_dispatch(s->svc);
