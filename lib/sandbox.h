@@ -48,7 +48,7 @@ struct ward_mount_op {
 	bool writable;         /* BIND: read-write */
 	bool device;           /* BIND: a device node (keeps dev, adds noexec) */
 	bool optional;         /* BIND: skip silently when the host lacks src */
-	bool owned;            /* FILE: owned by the sandbox user, not by root */
+	bool owned;            /* FILE, DIR: owned by the sandbox user, not by root */
 	bool noexec;           /* BIND: read-only data, mounted noexec too */
 	int fd;                /* BIND: open_tree fd, filled in the child */
 };

@@ -208,6 +208,21 @@ struct ward_policy {
 	size_t n_lint_deny_imports;
 	char **lint_deny_calls;     /* functions code may not call */
 	size_t n_lint_deny_calls;
+
+	/* "writable": with writable_only, the program may write below
+	 * /workspace and /tmp only at these paths (normal absolute paths at or
+	 * below /workspace or /tmp; unique; NULL-terminated unless NULL), the
+	 * rest of both is read-only (landlock). Without it (the default) both
+	 * are writable whole. Writable binds are their own ("mounts"). */
+	char **writable;
+	size_t n_writable;
+	bool writable_only;
+	/* "exec": "program": the kernel lets the program execute only the file
+	 * ward starts (and the #! interpreter and ELF loader that file needs),
+	 * never another program (landlock EXECUTE; docs/policy.md says what
+	 * remains possible). false ("any", the default): whatever the image
+	 * and read-only binds hold. */
+	bool exec_program_only;
 };
 
 /* Fills *p with the secure defaults (the environment gets PATH, HOME, LANG,
@@ -270,7 +285,7 @@ int ward_policy_validate(const struct ward_policy *p, struct ward_error *err);
  * than *base in any field: every limit as small or smaller ("no limit" is
  * the loosest; a file size of 0 means the workspace size), mounts only the
  * base's own (read-only where the base's is), the base's environment
- * variables neither changed nor removed, image unchanged, the network
+ * variables not changed (removing one is tighter), image unchanged, the network
  * within the operator's (ward_net_policy_check_tighter),
  * user.root only where the base allows it, cgroup.required kept, no
  * layer degradable that the base does not allow, the base's lint names

@@ -70,6 +70,7 @@ struct ward_service_config {
 	uint64_t tenant_memory;  /* bytes: memory limits of a tenant's live sandboxes */
 	uint64_t max_file;       /* bytes of one file moved through the files API */
 	uint64_t artifacts_inline_max; /* bytes of a one-shot's files sent back inline, in all */
+	uint64_t max_event_subscribers; /* GET /v1/events streams at once (default 8) */
 	json_t *tenants;         /* per-tenant overrides: {"t": {"max_per_tenant": n, ...}} */
 	bool embedded;           /* a program's own core (the CLI): no keys, no workers */
 	bool no_keys;            /* a program's own core with sessions (`ward mcp`): the
@@ -165,6 +166,28 @@ struct ward_sink {
 	void *ctx;
 	void (*event)(void *ctx, const struct ward_event *ev);
 };
+
+/* --- the event stream (GET /v1/events) --- */
+
+/* One subscriber to the audit events as they happen: the lines the audit
+ * log gets (docs/audit.md), or, without a log, the same objects without
+ * seq, prev and hash. Its queue is bounded; a subscriber that does not
+ * read loses the oldest lines and then reads {"count":N,
+ * "event":"events.dropped"}. Loop thread only. */
+struct ward_events_sub;
+
+/* tenant NULL or "": every event; else only events whose "tenant" field is
+ * it. sink->event (kind WARD_EVENT_STREAM, no execution) is called when
+ * lines are queued, and once when the core goes. 0 with *out, or -1 with
+ * e: 503 "unavailable" past max_event_subscribers, 400 for a bad tenant. */
+int ward_service_events_subscribe(struct ward_service *svc, const char *tenant,
+				  const struct ward_sink *sink, struct ward_events_sub **out,
+				  struct ward_service_error *e);
+/* Up to max bytes of queued lines into buf: > 0, 0 when nothing is queued
+ * (wait for the sink), -1 when the stream is over (the core is gone). */
+ssize_t ward_events_read(struct ward_events_sub *sub, char *buf, size_t max);
+/* Ends the subscription and frees it; NULL is a no-op. */
+void ward_events_unsubscribe(struct ward_events_sub *sub);
 
 /* --- the core's life --- */
 

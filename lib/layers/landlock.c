@@ -4,6 +4,10 @@
  * writable mounts (rw binds and tmpfs), and execute only from the image (the
  * /usr bind) and other read-only binds. From ABI 6 it may also neither signal
  * nor reach the abstract unix sockets of processes outside its domain.
+ * Narrower on request: with a "writable" list, /workspace and /tmp are
+ * read-only but for the listed paths; with "exec": "program", EXECUTE is
+ * granted on the program's own file, its #! interpreter and its ELF loader
+ * only (resolved in the child, where the paths are the sandbox's).
  *
  * The parent turns the mount plan into rules (ward_landlock_prepare); the
  * child enforces them (ward_landlock_apply) with raw syscalls only: it must
@@ -13,6 +17,7 @@
  * network namespace holds only lo, and egress, when it comes, goes through a
  * host-side proxy. Handle them here once the sandbox gets a real network.
  */
+#include <elf.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdbool.h>
@@ -194,12 +199,19 @@ int ward_landlock_prepare(struct ward_plan *plan, struct ward_error *err)
 
 	plan->landlock_abi = ward_landlock_abi();
 	plan->n_landlock = 0;
+	const struct ward_policy *p = plan->policy;
 	r = set_rule(plan, "/", LL_READ, err);
 	if (r < 0)
 		return r;
 	for (i = 0; i < plan->n_mounts; i++) {
 		const struct ward_mount_op *op = &plan->mounts[i];
 		uint64_t access = op_access(plan, op);
+		/* "writable": /workspace and /tmp read-only but for the list */
+		if (p->writable_only && op->kind == WARD_MNT_TMPFS)
+			access &= ~LL_WRITE;
+		/* "exec": "program": the child grants the program's files */
+		if (p->exec_program_only)
+			access &= ~(uint64_t)LANDLOCK_ACCESS_FS_EXECUTE;
 		if (!access)
 			continue;
 		if (!op->target || op->target[0] != '/')
@@ -208,6 +220,13 @@ int ward_landlock_prepare(struct ward_plan *plan, struct ward_error *err)
 					      "absolute path",
 					      op->target ? op->target : "");
 		r = set_rule(plan, op->target, access, err);
+		if (r < 0)
+			return r;
+	}
+	for (i = 0; p->writable_only && i < p->n_writable; i++) {
+		/* a path that does not exist when the program starts stays
+		 * read-only (add_path_rule skips it) */
+		r = set_rule(plan, p->writable[i], LL_READ | LL_WRITE, err);
 		if (r < 0)
 			return r;
 	}
@@ -274,6 +293,113 @@ static int add_path_rule(int ruleset, const struct ward_landlock_rule *rule,
 	return 0;
 }
 
+/* --- "exec": "program" (child-side: raw syscalls, stack buffers) --- */
+
+/* EXECUTE (and READ_FILE) on the file at path, following symlinks: the
+ * rule must land on the inode the kernel opens for execve. ENOENT grants
+ * nothing. */
+static int exec_rule(int ruleset, const char *path, uint64_t handled, struct ward_error *err)
+{
+	struct landlock_path_beneath_attr attr;
+	struct stat st;
+	_cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : ward_error_setv(err, errno, LL_LAYER, "unable to open '",
+							      path, "' for a landlock rule", NULL);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	memset(&attr, 0, sizeof(attr));
+	attr.allowed_access = (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE) & handled;
+	attr.parent_fd = fd;
+	if (ward_sys_landlock_add_rule(ruleset, LANDLOCK_RULE_PATH_BENEATH, &attr, 0) < 0)
+		return ward_error_setv(err, errno, LL_LAYER, "unable to add a landlock rule for '",
+				       path, "'", NULL);
+	return 0;
+}
+
+/* What the kernel opens to run the file at path: the #! interpreter, or
+ * the ELF loader (PT_INTERP), into out; false when neither. */
+static bool exec_helper(const char *path, char *out, size_t len)
+{
+	unsigned char head[256];
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : pread(fd, head, sizeof(head) - 1, 0);
+	if (n < 4)
+		return false;
+	if (head[0] == '#' && head[1] == '!') {
+		size_t i = 2, k = 0;
+		while (i < (size_t)n && (head[i] == ' ' || head[i] == '\t'))
+			i++;
+		while (i < (size_t)n && k + 1 < len && head[i] != ' ' && head[i] != '\t' &&
+		       head[i] != '\n')
+			out[k++] = (char)head[i++];
+		out[k] = '\0';
+		return k > 0 && out[0] == '/';
+	}
+	if (memcmp(head, ELFMAG, SELFMAG) != 0 || head[EI_CLASS] != ELFCLASS64 ||
+	    (size_t)n < sizeof(Elf64_Ehdr))
+		return false;
+	const Elf64_Ehdr *eh = (const void *)head;
+	for (unsigned i = 0; i < eh->e_phnum && i < 64; i++) {
+		Elf64_Phdr ph;
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh->e_phoff + (uint64_t)i * eh->e_phentsize)) !=
+		    (ssize_t)sizeof(ph))
+			return false;
+		if (ph.p_type != PT_INTERP)
+			continue;
+		if (ph.p_filesz == 0 || ph.p_filesz >= len ||
+		    pread(fd, out, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz)
+			return false;
+		out[ph.p_filesz] = '\0';
+		return out[0] == '/';
+	}
+	return false;
+}
+
+/* argv[0] as exec_program (lib/sandbox.c) will find it: a path, or the
+ * first PATH entry that is executable. */
+static bool exec_resolve(const struct ward_plan *plan, char *out, size_t len)
+{
+	const char *prog = plan->argv[0];
+	if (strchr(prog, '/')) {
+		ward_strlcpy(out, prog, len);
+		return true;
+	}
+	for (const char *p = plan->path_env; p && *p;) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		if (n > 0 && n + 1 + strlen(prog) + 1 <= len) {
+			memcpy(out, p, n);
+			out[n] = '/';
+			ward_strlcpy(out + n + 1, prog, len - n - 1);
+			if (access(out, X_OK) == 0)
+				return true;
+		}
+		p = colon ? colon + 1 : NULL;
+	}
+	return false;
+}
+
+/* The program, its #! interpreter and their ELF loaders: what one execve
+ * of the program opens for execution, two levels deep (a script's
+ * interpreter that is itself a script would need a third: it fails). */
+static int exec_rules(int ruleset, const struct ward_plan *plan, uint64_t handled,
+		      struct ward_error *err)
+{
+	char file[4096], next[4096];
+	if (!exec_resolve(plan, file, sizeof(file)))
+		return 0; /* nothing to run: the execve fails on its own */
+	for (int depth = 0; depth < 3; depth++) {
+		int r = exec_rule(ruleset, file, handled, err);
+		if (r < 0)
+			return r;
+		if (!exec_helper(file, next, sizeof(next)))
+			break;
+		memcpy(file, next, sizeof(file));
+	}
+	return 0;
+}
+
 int ward_landlock_apply(struct ward_plan *plan, struct ward_error *err)
 {
 	struct ward_landlock_ruleset_attr attr;
@@ -299,6 +425,11 @@ int ward_landlock_apply(struct ward_plan *plan, struct ward_error *err)
 	for (i = 0; i < plan->n_landlock; i++) {
 		r = add_path_rule(ruleset, &plan->landlock[i],
 				  attr.handled_access_fs, err);
+		if (r < 0)
+			return r;
+	}
+	if (plan->policy->exec_program_only) {
+		r = exec_rules(ruleset, plan, attr.handled_access_fs, err);
 		if (r < 0)
 			return r;
 	}

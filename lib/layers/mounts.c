@@ -115,6 +115,28 @@ static int prepare_files(struct ward_plan *plan, struct ward_error *err)
 
 static int idmap_bind(struct ward_plan *plan, struct ward_mount_op *m, struct ward_error *err);
 
+/* "writable" paths below /workspace and /tmp that no file of the caller's
+ * names: directories of the sandbox user's, so that a listed path is
+ * there to write into (landlock rules need an existing path). */
+static int prepare_writable(struct ward_plan *plan, struct ward_error *err)
+{
+	const struct ward_policy *p = plan->policy;
+	for (size_t i = 0; p->writable_only && i < p->n_writable; i++) {
+		const char *w = p->writable[i];
+		bool file = strcmp(w, "/workspace") == 0 || strcmp(w, "/tmp") == 0;
+		for (size_t k = 0; !file && k < plan->n_files; k++)
+			file = strncmp(w, "/workspace/", 11) == 0 &&
+			       strcmp(w + 11, plan->files[k].path) == 0;
+		if (file)
+			continue;
+		int r = add_op(plan, (struct ward_mount_op){ .kind = WARD_MNT_DIR, .target = w,
+			       .mode = 0755, .owned = true }, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int ward_mounts_prepare(struct ward_plan *plan, struct ward_error *err)
 {
 	const struct ward_policy *p = plan->policy;
@@ -136,6 +158,8 @@ int ward_mounts_prepare(struct ward_plan *plan, struct ward_error *err)
 		if ((r = add_op(plan, ops[i], err)) < 0)
 			return r;
 	if ((r = prepare_files(plan, err)) < 0)
+		return r;
+	if ((r = prepare_writable(plan, err)) < 0)
 		return r;
 	for (size_t i = 0; i < plan->n_extra_binds; i++) {
 		const struct ward_bind *b = &plan->extra_binds[i];
@@ -416,6 +440,8 @@ static int apply_one(int rootfd, const struct ward_plan *plan, struct ward_mount
 	switch (m->kind) {
 	case WARD_MNT_DIR:
 		fd = walk_create(rootfd, m->target, false, m->mode ? m->mode : 0755);
+		if (fd >= 0 && m->owned && fchownat(fd, "", plan->uid, plan->gid, AT_EMPTY_PATH) < 0)
+			r = -1;
 		break;
 	case WARD_MNT_FILE:
 		fd = walk_create(rootfd, m->target, true, 0);

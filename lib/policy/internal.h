@@ -204,6 +204,7 @@ struct wp_json_ctx {
 	struct ward_policy *p;
 	const char *source;     /* "policy.json" */
 	struct ward_error *err;
+	struct json_t *root;    /* the whole document (permissions' conflicts) */
 };
 const char *wp_json_where(const struct wp_json_ctx *c, const char *path, char *buf,
 			  size_t len);
@@ -221,6 +222,19 @@ struct json_t *wp_json_parse(const struct wp_json_ctx *c, const char *buf, size_
 int wp_net_json_apply(struct wp_json_ctx *c, const char *path, struct json_t *obj);
 /* The canonical object; *ok false on ENOMEM. */
 struct json_t *wp_net_json(const struct ward_net_policy *n, bool *ok);
+
+/* --- permissions (permissions.c): the shorthand, "writable", "exec" --- */
+int wp_json_permissions(struct wp_json_ctx *c, const char *path, struct json_t *obj);
+int wp_json_writable(struct wp_json_ctx *c, const char *path, struct json_t *v);
+int wp_json_exec(struct wp_json_ctx *c, const char *path, struct json_t *v);
+/* Adds "writable" and "exec" to root where they are not the defaults. */
+void wp_fs_json(const struct ward_policy *p, struct json_t *root, bool *ok);
+void wp_writable_release(struct ward_policy *p);
+/* Appends src's list to dst's (empty) one; 0 or -ENOMEM. */
+int wp_writable_copy(struct ward_policy *dst, const struct ward_policy *src);
+bool wp_writable_equal(const struct ward_policy *a, const struct ward_policy *b);
+/* ward_policy_validate's checks of both, landlock not degradable with them. */
+int wp_writable_validate(const struct ward_policy *p, struct ward_error *err);
 
 /* The environment a fresh policy starts with, NULL-terminated. */
 extern const char *const wp_default_env[];

@@ -413,6 +413,13 @@ static int j_lint(struct wp_json_ctx *c, const char *path, json_t *obj)
 	return 0;
 }
 
+/* Applied after the rest of the document (ward_policy_load_json). */
+static int j_permissions_later(struct wp_json_ctx *c, const char *path, json_t *v)
+{
+	(void)c, (void)path, (void)v;
+	return 0;
+}
+
 static const struct key top_keys[] = {
 	{ "limits", j_limits },
 	{ "mounts", j_mounts },
@@ -425,6 +432,9 @@ static const struct key top_keys[] = {
 	{ "cgroup", j_cgroup },
 	{ "allow_degraded", j_degraded },
 	{ "lint", j_lint },
+	{ "permissions", j_permissions_later },
+	{ "writable", wp_json_writable },
+	{ "exec", wp_json_exec },
 };
 
 /* --- loading --- */
@@ -498,7 +508,11 @@ WARD_EXPORT int ward_policy_load_json(struct ward_policy *p, const char *buf,
 	r = ward_policy_copy(&copy, p, err);
 	if (r == 0) {
 		c.p = &copy;
+		c.root = root;
 		r = walk(&c, "", root, top_keys, ARRAY_SIZE(top_keys));
+		json_t *perms = json_object_get(root, "permissions");
+		if (r == 0 && perms)
+			r = wp_field(err, wp_json_permissions(&c, "permissions", perms), "permissions");
 		if (r < 0) {
 			ward_policy_release(&copy);
 		} else {
@@ -686,6 +700,7 @@ WARD_EXPORT char *ward_policy_to_json(const struct ward_policy *p)
 	/* left out when empty, so policies without lint print as they always did */
 	if (!lint_empty(p))
 		put(root, "lint", lint_json(p, &ok), &ok);
+	wp_fs_json(p, root, &ok);
 	if (ok)
 		out = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 	json_decref(root);

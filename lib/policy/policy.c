@@ -224,6 +224,7 @@ WARD_EXPORT void ward_policy_release(struct ward_policy *p)
 		free(p->env[i]);
 	free(p->env);
 	wp_lint_release(p);
+	wp_writable_release(p);
 	ward_net_policy_release(&p->network);
 	free(p->workdir);
 	free(p->hostname);
@@ -254,6 +255,8 @@ WARD_EXPORT int ward_policy_copy(struct ward_policy *dst,
 	dst->n_lint_deny_imports = 0;
 	dst->lint_deny_calls = NULL;
 	dst->n_lint_deny_calls = 0;
+	dst->writable = NULL;
+	dst->n_writable = 0;
 	dst->network.allow = NULL;
 	dst->network.n_allow = 0;
 	dst->network.deny = NULL;
@@ -280,6 +283,8 @@ WARD_EXPORT int ward_policy_copy(struct ward_policy *dst,
 	}
 	if (ok)
 		ok = wp_lint_copy(dst, src) == 0;
+	if (ok)
+		ok = wp_writable_copy(dst, src) == 0;
 	if (ok)
 		ok = wp_net_copy(&dst->network, &src->network) == 0;
 	if (!ok) {
@@ -314,7 +319,8 @@ WARD_EXPORT bool ward_policy_equal(const struct ward_policy *a,
 	    !wp_net_equal(&a->network, &b->network) ||
 	    a->root_inside != b->root_inside ||
 	    a->require_cgroup != b->require_cgroup ||
-	    a->allow_degrade != b->allow_degrade)
+	    a->allow_degrade != b->allow_degrade ||
+	    a->exec_program_only != b->exec_program_only || !wp_writable_equal(a, b))
 		return false;
 	for (size_t i = 0; i < a->n_binds; i++)
 		if (!str_eq(a->binds[i].host, b->binds[i].host) ||
@@ -823,5 +829,7 @@ WARD_EXPORT int ward_policy_validate(const struct ward_policy *p,
 		r = validate_workdir(p, err);
 	if (r == 0)
 		r = validate_degrade(p, err);
+	if (r == 0)
+		r = wp_writable_validate(p, err);
 	return r;
 }

@@ -122,13 +122,13 @@ static int env_kept(const struct ward_policy *base, const struct ward_policy *p,
 			continue;
 		size_t len = (size_t)(eq - e);
 		const char *v = env_lookup(p, e, len);
-		if (v && strcmp(v, eq + 1) == 0)
+		/* removing one only takes from the program */
+		if (!v || strcmp(v, eq + 1) == 0)
 			continue;
 		char sub[WP_PATH_MAX];
 		snprintf(sub, sizeof(sub), "%s.%.*s", field, (int)(len < 64 ? len : 64), e);
 		return wp_fail_at(err, "policy", sub,
-				  "is set by the operator and may not be %s; %s",
-				  v ? "changed" : "removed", LOOSER);
+				  "is set by the operator and may not be changed; %s", LOOSER);
 	}
 	return 0;
 }
@@ -295,6 +295,42 @@ static int lint_kept(const struct ward_policy *base, const struct ward_policy *p
 	return 0;
 }
 
+/* Where the operator limits writes below /workspace and /tmp, an override
+ * keeps the limit and writes only within the operator's paths. */
+static int writable_within(const struct ward_policy *base, const struct ward_policy *p,
+			   const char *field, struct ward_error *err)
+{
+	if (!base->writable_only)
+		return 0;
+	if (!p->writable_only)
+		return wp_fail_at(err, "policy", field,
+				  "the operator's policy limits writes to its list; %s", LOOSER);
+	for (size_t i = 0; i < p->n_writable; i++) {
+		bool found = false;
+		for (size_t j = 0; !found && j < base->n_writable; j++)
+			found = p->writable[i] && base->writable[j] &&
+				wp_path_within(p->writable[i], base->writable[j]);
+		if (!found) {
+			char sub[WP_PATH_MAX], q[WP_GOT_MAX];
+			snprintf(sub, sizeof(sub), "%s[%zu]", field, i);
+			return wp_fail_at(err, "policy", sub,
+					  "%s is not within the operator's writable paths; %s",
+					  wp_quote(p->writable[i] ? p->writable[i] : "", q, sizeof(q)),
+					  LOOSER);
+		}
+	}
+	return 0;
+}
+
+static int exec_kept(const struct ward_policy *base, const struct ward_policy *p,
+		     const char *field, struct ward_error *err)
+{
+	if (p->exec_program_only || !base->exec_program_only)
+		return 0;
+	return wp_fail_at(err, "policy", field,
+			  "\"any\" is looser than the operator's \"program\"; %s", LOOSER);
+}
+
 #define SPAN(first, last)                                                          \
 	offsetof(struct ward_policy, first),                                        \
 	offsetof(struct ward_policy, last) + sizeof(((struct ward_policy *)0)->last), \
@@ -312,6 +348,8 @@ const struct wp_member wp_members[] = {
 	MEMBER("cgroup.required", require_cgroup, require_cgroup, cgroup_required_kept),
 	MEMBER("allow_degraded", allow_degrade, allow_degrade, degrade_subset),
 	MEMBER("lint", lint_deny_imports, n_lint_deny_calls, lint_kept),
+	MEMBER("writable", writable, writable_only, writable_within),
+	MEMBER("exec", exec_program_only, exec_program_only, exec_kept),
 };
 const size_t wp_n_members = ARRAY_SIZE(wp_members);
 
@@ -324,7 +362,7 @@ bool wp_member_is_free(const struct wp_member *m)
  * checks that the rows tile the struct): give it a row here or in
  * wp_limits[], with its rule, and update this number. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(struct ward_policy) == 272,
+_Static_assert(sizeof(struct ward_policy) == 296,
 	       "a new struct ward_policy member needs a tightening rule (wp_members[] or wp_limits[])");
 #endif
 

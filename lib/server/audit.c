@@ -360,7 +360,7 @@ static int build_line(const struct ward_audit *a, const char *event, json_t *fie
 
 /* Appends one record. Called with both locks held and the tail in sync. */
 static int append(struct ward_audit *a, const char *event, json_t *fields, bool newline_first,
-		  struct ward_error *err)
+		  char **copy, struct ward_error *err)
 {
 	unsigned char h[WARD_AUDIT_HASH_BYTES];
 	size_t len = 0;
@@ -387,6 +387,8 @@ static int append(struct ward_audit *a, const char *event, json_t *fields, bool 
 	a->seq++;
 	memcpy(a->prev, h, sizeof(h));
 	a->end += (off_t)len;
+	if (copy)
+		*copy = take_ptr(line);
 	return 0;
 }
 
@@ -408,7 +410,7 @@ static int check_fields(const char *event, json_t *fields, struct ward_error *er
 /* Takes the flock, syncs with the file, and appends; `force` handles a bad
  * tail by appending an audit.segment record instead. Called with the mutex. */
 static int locked_record(struct ward_audit *a, const char *event, json_t *fields, bool force,
-			 struct ward_error *err)
+			 char **copy, struct ward_error *err)
 {
 	struct stat st;
 	struct bad_tail bad;
@@ -429,12 +431,12 @@ static int locked_record(struct ward_audit *a, const char *event, json_t *fields
 		memcpy(a->prev, a->genesis, sizeof(a->prev));
 		a->end = st.st_size;
 		ward_error_clear(err);
-		r = f ? append(a, "audit.segment", f, bad.newline_missing, err)
+		r = f ? append(a, "audit.segment", f, bad.newline_missing, NULL, err)
 		      : ward_error_set(err, ENOMEM, LAYER, "unable to build a record");
 		json_decref(f);
 	}
 	if (r == 0 && event)
-		r = append(a, event, fields, false, err);
+		r = append(a, event, fields, false, copy, err);
 	lock_file(a->fd, LOCK_UN);
 	return r;
 }
@@ -442,11 +444,44 @@ static int locked_record(struct ward_audit *a, const char *event, json_t *fields
 int ward_audit_record(struct ward_audit *a, const char *event, json_t *fields,
 		      struct ward_error *err)
 {
+	return ward_audit_record_line(a, event, fields, NULL, err);
+}
+
+char *ward_audit_event_line(const char *event, json_t *fields, struct ward_error *err)
+{
+	char when[32];
+	if (check_fields(event, fields, err) < 0)
+		return NULL;
+	now_rfc3339(when);
+	json_t *o = json_object();
+	char *body = NULL;
+	if (o && (!fields || json_object_update(o, fields) == 0) &&
+	    json_object_set_new(o, "time", json_string(when)) == 0 &&
+	    json_object_set_new(o, "event", json_string(event)) == 0)
+		body = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	size_t n = body ? strlen(body) : 0;
+	char *line = body && n <= WARD_AUDIT_LINE_MAX ? realloc(body, n + 2) : NULL;
+	if (!line) {
+		free(body);
+		ward_error_set(err, ENOMEM, LAYER, "unable to build a '%s' event", event);
+		return NULL;
+	}
+	line[n] = '\n';
+	line[n + 1] = '\0';
+	return line;
+}
+
+int ward_audit_record_line(struct ward_audit *a, const char *event, json_t *fields,
+			   char **line, struct ward_error *err)
+{
 	int r = check_fields(event, fields, err);
+	if (line)
+		*line = NULL;
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&a->lock);
-	r = locked_record(a, event, fields, false, err);
+	r = locked_record(a, event, fields, false, line, err);
 	pthread_mutex_unlock(&a->lock);
 	/* Outside both locks: threads flushing at once share the disk's work,
 	 * and each returns only once its own line (and all before it) is down. */
@@ -482,7 +517,7 @@ int ward_audit_open(const char *path, const struct ward_audit_options *opts,
 		r = ward_error_set(err, EINVAL, LAYER, "'%s' is not a regular file", path);
 	/* Read the last line now, so that a broken chain is refused at start. */
 	if (r == 0)
-		r = locked_record(a, NULL, NULL, a->opts.force, err);
+		r = locked_record(a, NULL, NULL, a->opts.force, NULL, err);
 	if (r == 0 && a->opts.force && a->opts.sync == WARD_AUDIT_SYNC_EVERY &&
 	    fdatasync(a->fd) < 0)
 		r = ward_error_set(err, errno, LAYER, "unable to sync '%s'", path);

@@ -99,6 +99,19 @@ bool ward_audit_full_text(const struct ward_audit *a);
 int ward_audit_record(struct ward_audit *a, const char *event, struct json_t *fields,
 		      struct ward_error *err);
 
+/* ward_audit_record, and on success the line as written (its '\n'
+ * included, NUL-terminated, malloc'ed: the caller frees it) in *line when
+ * line is not NULL; *line is NULL on failure. The event stream
+ * (GET /v1/events) sends these very lines. */
+int ward_audit_record_line(struct ward_audit *a, const char *event, struct json_t *fields,
+			   char **line, struct ward_error *err);
+
+/* The same record without a log to chain it to: the canonical JSON of
+ * {"time", "event", the caller's fields} and a '\n' (no seq, prev or
+ * hash), malloc'ed; NULL with err set (the checks of ward_audit_record,
+ * or ENOMEM). For the event stream of a daemon without an audit log. */
+char *ward_audit_event_line(const char *event, struct json_t *fields, struct ward_error *err);
+
 /* The seq and hash (hex) of the last line this writer knows of. For tests
  * and for anchoring the chain elsewhere. Thread-safe. */
 uint64_t ward_audit_head(struct ward_audit *a, char hex[WARD_AUDIT_HEX_SIZE]);

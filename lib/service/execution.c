@@ -141,6 +141,16 @@ static void audit_verdict(struct ward_execution *ex)
 		json_object_set_new(f, "session_id", json_string(session_id(ex->sess)));
 	svc_audit(ex->s, "execution.verdict", f);
 	json_decref(f);
+	if (ex->v.limit) {
+		/* a limit stopped it: its own event, for alerting */
+		f = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "execution_id", ex->id, "key_id",
+			      ex->key.id, "tenant", ex->key.tenant, "sandbox_id", ex->v.sandbox_id,
+			      "status", ward_status_name(ex->v.status), "limit", ex->v.limit);
+		if (f && ex->sess)
+			json_object_set_new(f, "session_id", json_string(session_id(ex->sess)));
+		svc_audit(ex->s, "limit.exceeded", f);
+		json_decref(f);
+	}
 	if (ex->out.violation) {
 		/* what the lint refused, as the kernel reported it (a claim: the
 		 * sandbox contains the code either way) */

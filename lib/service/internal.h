@@ -93,6 +93,8 @@ struct ward_service {
 	/* upload bodies held in memory (files.c) */
 	uint64_t uploads_total;
 	struct { char tenant[WARD_KEY_TENANT_MAX + 1]; uint64_t bytes; } uploads[64];
+	/* GET /v1/events: at most cfg.max_event_subscribers (events.c) */
+	struct ward_events_sub *event_subs;
 };
 
 /* Watches in svc->epfd: data.ptr points at one. */
@@ -125,6 +127,12 @@ int svc_reply(struct ward_reply *r, unsigned status, json_t *body);
 /* {"error": ...} of a code, field and message. */
 json_t *svc_error_body(const char *code, const char *field, const char *msg);
 void svc_audit(struct ward_service *s, const char *event, json_t *fields);
+
+/* events.c: the event stream's subscribers */
+bool svc_events_wanted(const struct ward_service *s);
+/* Queues line (taken) for every subscriber whose tenant filter fields match. */
+void svc_events_publish(struct ward_service *s, json_t *fields, char *line);
+void svc_events_close(struct ward_service *s);
 
 /* request.c */
 struct exec_request {

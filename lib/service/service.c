@@ -36,6 +36,7 @@ void ward_service_config_defaults(struct ward_service_config *c)
 	c->tenant_memory = 16ull << 30;
 	c->max_file = 64u << 20;
 	c->artifacts_inline_max = 1u << 20;
+	c->max_event_subscribers = 8;
 	c->pool[WARD_LANG_PYTHON] = 2;
 }
 
@@ -141,15 +142,24 @@ void ward_reply_release(struct ward_reply *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* One path for every event: the audit log's line, which the event stream
+ * (events.c) sends as it is; without a log, the same object unchained. */
 void svc_audit(struct ward_service *s, const char *event, json_t *fields)
 {
-	if (!s->audit)
+	bool wanted = svc_events_wanted(s);
+	if (!s->audit && !wanted)
 		return;
 	struct ward_error err;
-	if (ward_audit_record(s->audit, event, fields, &err) < 0) {
+	char *line = NULL;
+	ward_error_clear(&err);
+	if (s->audit ? ward_audit_record_line(s->audit, event, fields, wanted ? &line : NULL,
+					      &err) < 0
+		     : !(line = ward_audit_event_line(event, fields, &err))) {
 		char buf[1024];
 		fprintf(stderr, "ward: serve: audit: %s\n", ward_error_format(&err, buf, sizeof(buf)));
 	}
+	if (line)
+		svc_events_publish(s, fields, line);
 }
 
 void ward_service_audit(struct ward_service *svc, const char *event, json_t *fields)
@@ -306,6 +316,7 @@ void ward_service_free(struct ward_service *s)
 	if (!s)
 		return;
 	ward_service_close(s);
+	svc_events_close(s);
 	svc_egress_stop(s); /* after every sandbox: they hold attachments */
 	ward_audit_free(s->audit);
 	ward_keys_free(s->keys);

@@ -3,6 +3,7 @@
  * policy field it sets. Parsing never touches the filesystem; building the
  * policy reads only the --policy file. */
 #include <fcntl.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -484,6 +485,38 @@ static int absolute_host(const char *value, char *out, size_t len, const char *f
 	return 0;
 }
 
+/* "permissions": {"env": [names]} passes the host's variables through by
+ * name, on the command line only: each one set here is set in the policy
+ * before the document is loaded, which then keeps exactly the listed ones
+ * (the daemon does not do this: its clients get the operator's variables
+ * only). A document the policy library will refuse is left to it. */
+static int host_env(struct ward_policy *p, const char *buf, size_t len, const char *source,
+		    struct ward_error *err)
+{
+	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+	json_t *list = json_object_get(json_object_get(root, "permissions"), "env");
+	size_t i;
+	json_t *e;
+	int r = 0;
+	json_array_foreach(list, i, e) {
+		const char *name = json_string_value(e), *value = name ? getenv(name) : NULL;
+		char where[256];
+		if (!value)
+			continue;
+		snprintf(where, sizeof(where), "%s: permissions.env[%zu]", source, i);
+		_cleanup_free_ char *entry = malloc(strlen(name) + strlen(value) + 2);
+		if (!entry) {
+			r = ward_error_set(err, ENOMEM, "cli", "%s: out of memory", where);
+			break;
+		}
+		snprintf(entry, strlen(name) + strlen(value) + 2, "%s=%s", name, value);
+		if ((r = ward_policy_set(p, "env", entry, where, err)) < 0)
+			break;
+	}
+	json_decref(root);
+	return r;
+}
+
 int ward_cli_build_policy(const struct ward_cli_run *o, struct ward_policy *p,
 			  struct ward_error *err)
 {
@@ -496,7 +529,9 @@ int ward_cli_build_policy(const struct ward_cli_run *o, struct ward_policy *p,
 		r = ward_cli_read_regular(o->policy_file, "--policy", 1 << 20, &buf, &len, err);
 		if (r < 0)
 			return r;
-		r = ward_policy_load_json(p, buf, len, o->policy_file, err);
+		r = host_env(p, buf, len, o->policy_file, err);
+		if (r == 0)
+			r = ward_policy_load_json(p, buf, len, o->policy_file, err);
 		if (r < 0)
 			return r;
 	}

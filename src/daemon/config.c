@@ -66,6 +66,7 @@ static const struct setting settings[] = {
 	S("launcher", K_BOOL, launcher, "sandboxes cloned by a small launcher process, not by a copy of the daemon (default false; experimental)"),
 	S("max-file", K_SIZE, core.max_file, "one file through the files API (default 64M)"),
 	S("artifacts-inline-max", K_SIZE, core.artifacts_inline_max, "a one-shot's files sent back inline in its verdict, in all (default 1M; the client's max_bytes cannot exceed it)"),
+	S("max-event-subscribers", K_UINT, core.max_event_subscribers, "GET /v1/events streams at once (default 8)"),
 	S("max-connections", K_UINT, max_connections, "open HTTP connections, per listener (default 1000)"),
 	S("max-per-address", K_UINT, max_per_address, "TCP connections from one address (default 64)"),
 	S("max-unauthenticated", K_UINT, max_unauthenticated, "connections without a valid key yet; the oldest is closed past it (default 64)"),

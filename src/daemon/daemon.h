@@ -82,6 +82,8 @@ void srv_http_quiesce(struct srv *s);
 unsigned srv_http_connections(struct srv *s);
 /* A client waiting for an execution hung up (its watch fired). */
 void srv_http_client_gone(struct srv *s, void *waiter);
+/* GET /v1/events: its client hung up (WATCH_EVENTS) */
+void srv_events_client_gone(void *ptr);
 
 /* mcp-http.c: a client waiting on /mcp hung up (its watch fired); the
  * loop's idle expiry and its deadline (ms, -1: none); every MCP session
@@ -92,7 +94,7 @@ int srv_mcp_timeout(struct srv *s);
 void srv_mcp_close_all(void);
 
 /* The loop's watches: data.ptr of each epoll event points at one. */
-enum watch_kind { WATCH_MHD, WATCH_SIGNAL, WATCH_SERVICE, WATCH_CLIENT, WATCH_MCP };
+enum watch_kind { WATCH_MHD, WATCH_SIGNAL, WATCH_SERVICE, WATCH_CLIENT, WATCH_MCP, WATCH_EVENTS };
 struct watch {
 	enum watch_kind kind;
 	void *ptr;

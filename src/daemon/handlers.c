@@ -386,6 +386,7 @@ static handler_fn *const handlers[] = {
 	[RH_HEALTHZ] = h_healthz,
 	[RH_OPENAPI] = h_openapi,
 	[RH_METRICS] = h_metrics,
+	[RH_EVENTS] = h_events,
 	[RH_EXEC_START] = h_exec_start,
 	[RH_EXEC_CANCEL] = h_exec_cancel,
 	[RH_SESSION_CREATE] = h_session_create,

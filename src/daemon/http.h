@@ -63,5 +63,7 @@ int srv_mcp_handle(struct req *rq);
 int srv_mcp_next(struct req *rq);
 /* rq (with rq->mcp) is over: a request still unanswered is cancelled. */
 void srv_mcp_req_end(struct req *rq);
+/* events.c: GET /v1/events */
+int h_events(struct req *rq);
 
 #endif

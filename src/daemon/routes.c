@@ -23,6 +23,7 @@ const struct route ward_routes[] = {
 	{ "GET", "/healthz", PUBLIC, RH_HEALTHZ, "healthz", RB_NONE },
 	{ "GET", "/v1/openapi.json", PUBLIC, RH_OPENAPI, "openapi", RB_NONE },
 	{ "GET", "/metrics", ADMIN, RH_METRICS, "metrics", RB_NONE },
+	{ "GET", "/v1/events", ADMIN, RH_EVENTS, "events", RB_NONE },
 	{ "POST", "/v1/executions", EXECUTE, RH_EXEC_START, "execute", RB_JSON },
 	{ "DELETE", "/v1/executions/{id}", EXECUTE, RH_EXEC_CANCEL, "cancel", RB_NONE },
 	{ "POST", "/v1/sessions", SESSIONS, RH_SESSION_CREATE, "session", RB_JSON },

@@ -202,6 +202,8 @@ int srv_loop(struct srv *s)
 				srv_http_client_gone(s, w->ptr);
 			else if (w->kind == WATCH_MCP)
 				srv_mcp_client_gone(s, w->ptr);
+			else if (w->kind == WATCH_EVENTS)
+				srv_events_client_gone(w->ptr);
 		}
 		/* the core's fds, and its timers, every turn */
 		ward_service_dispatch(s->svc);

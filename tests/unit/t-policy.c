@@ -345,7 +345,8 @@ static void test_unknown_keys(void)
 {
 	json_fails("{\"limit\": {}}", "policy.json: limit: unknown field");
 	is_str(err.hint, "known fields: limits, mounts, env, workdir, hostname, image, "
-	       "network, user, cgroup, allow_degraded, lint", "  hint lists the fields");
+	       "network, user, cgroup, allow_degraded, lint, permissions, writable, exec",
+	       "  hint lists the fields");
 	json_fails("{\"limits\": {\"memroy\": \"1G\"}}", PJ "memroy: unknown field");
 	has_str(err.hint, "memory, pids, timeout", "  hint lists the limits");
 	json_fails("{\"mounts\": [{\"host\": \"/a\", \"hots\": \"/b\"}]}",
@@ -1149,6 +1150,7 @@ static void tighten_base(struct ward_policy *b)
 		   " \"mounts\": [{\"host\": \"/usr/share\", \"inside\": \"/data\"}],"
 		   " \"env\": {\"PROXY\": \"http://10.0.0.1\"}, \"cgroup\": {\"required\": true},"
 		   " \"lint\": {\"deny_imports\": [\"socket\"]},"
+		   " \"writable\": [\"/workspace/out\", \"/tmp\"], \"exec\": \"program\","
 		   " \"network\": {\"allow\": [\"pypi.test\", \"*.example.test:*\", \"10.0.0.0/8\"],"
 		   " \"deny\": [\"bad.example.test\"], \"max_connections\": 16,"
 		   " \"max_bytes_out\": \"100M\"}}") == 0, "the operator's policy loads");
@@ -1210,7 +1212,9 @@ static void test_tighten_limits(void)
 typedef void (*loosen_fn)(struct ward_policy *p);
 
 static void l_mounts(struct ward_policy *p) { p->binds[0].writable = true; }
-static void l_env(struct ward_policy *p) { ward_policy_set(p, "env.unset", "PROXY", NULL, &err); }
+static void l_env(struct ward_policy *p) { ward_policy_set(p, "env", "PROXY=http://evil.test", NULL, &err); }
+static void l_writable(struct ward_policy *p) { p->writable_only = false; }
+static void l_exec(struct ward_policy *p) { p->exec_program_only = false; }
 static void l_image(struct ward_policy *p) { free(p->image); p->image = strdup("other"); }
 static void l_network(struct ward_policy *p) { ward_policy_set(p, "network.allow", "evil.test", NULL, &err); }
 static void l_root(struct ward_policy *p) { p->root_inside = true; }
@@ -1242,6 +1246,8 @@ static const struct {
 	{ "cgroup.required", "cgroup.required", l_cgroup },
 	{ "allow_degraded", "allow_degraded", l_degraded },
 	{ "lint", "lint.deny_imports", l_lint },
+	{ "writable", "writable", l_writable },
+	{ "exec", "exec", l_exec },
 };
 
 static void test_tighten_members(void)
@@ -1901,6 +1907,178 @@ static void test_error_field(void)
 	ward_policy_release(&p);
 }
 
+/* --- permissions --- */
+
+#define PP "policy.json: permissions."
+
+static void test_permissions_map(void)
+{
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	ok(load(&p, "{\"env\": {\"A\": \"1\", \"B\": \"2\"}, \"mounts\": ["
+		    "{\"host\": \"/srv/ro\", \"inside\": \"/ro\"},"
+		    "{\"host\": \"/srv/rw\", \"inside\": \"/rw\", \"writable\": true}]}") == 0 &&
+	   load(&p, "{\"permissions\": {\"env\": [\"A\", \"NOT_SET\"], \"run\": false, \"ffi\": false,"
+		    " \"net\": [\"pypi.org\", \"*.pythonhosted.org\"],"
+		    " \"write\": [\"/workspace/out\", \"/tmp\", \"/rw\"], \"read\": [\"/ro\", \"/data\"]}}") == 0,
+	   "every switch maps: %s", err.message);
+	ok(env_get(&p, "A") && !env_get(&p, "B") && !env_get(&p, "NOT_SET") && env_get(&p, "PATH"),
+	   "env: the listed variable stays, the others go, the defaults stay, an unset name stays unset");
+	ok(p.exec_program_only, "run false: exec \"program\"");
+	ok(p.n_lint_deny_imports == 3 && p.n_lint_deny_calls == 1, "ffi false: the lint names");
+	ok(p.network.mode == WARD_NET_ALLOWLIST && p.net == WARD_NET_ALLOWLIST && p.network.n_allow == 2,
+	   "net list: the allowlist");
+	ok(p.writable_only && p.n_writable == 2 && strcmp(p.writable[0], "/workspace/out") == 0,
+	   "write list: the scratch paths are the writable list");
+	ok(p.n_binds == 3 && strcmp(p.binds[0].inside, "/ro") == 0 && !p.binds[0].writable &&
+	   strcmp(p.binds[1].inside, "/rw") == 0 && p.binds[1].writable &&
+	   strcmp(p.binds[2].host, "/data") == 0 && strcmp(p.binds[2].inside, "/data") == 0 &&
+	   !p.binds[2].writable, "read/write lists: binds kept, a host path added read-only");
+	is_int(ward_policy_validate(&p, &err), 0, "the result validates");
+	char *j = ward_policy_to_json(&p);
+	has_str(j, "\"exec\": \"program\"", "  the effective policy prints exec");
+	has_str(j, "\"writable\": [", "  and writable");
+	ok(j && !strstr(j, "permissions"), "  and no shorthand");
+	struct ward_policy back;
+	ward_policy_init(&back, &err);
+	ok(j && load(&back, j) == 0 && ward_policy_equal(&back, &p), "  it loads back to the same policy");
+	free(j);
+	ward_policy_release(&back);
+	ward_policy_release(&p);
+
+	ward_policy_init(&p, &err);
+	ok(load(&p, "{\"env\": {\"A\": \"1\"}, \"network\": {\"allow\": [\"a.test\"]}, \"mounts\": ["
+		    "{\"host\": \"/srv/ro\", \"inside\": \"/ro\"},"
+		    "{\"host\": \"/srv/rw\", \"inside\": \"/rw\", \"writable\": true}]}") == 0 &&
+	   load(&p, "{\"permissions\": {\"write\": false, \"read\": false, \"env\": false,"
+		    " \"net\": false, \"run\": true, \"ffi\": true}}") == 0, "false everywhere: %s", err.message);
+	ok(!env_get(&p, "A") && env_get(&p, "HOME"), "env false: only the defaults");
+	ok(p.n_binds == 1 && strcmp(p.binds[0].inside, "/rw") == 0 && !p.binds[0].writable,
+	   "read false drops read-only binds; write false makes the rest read-only");
+	ok(p.writable_only && p.n_writable == 0, "write false: /workspace and /tmp read-only");
+	ok(p.network.mode == WARD_NET_NONE && p.network.n_allow == 0, "net false: mode none");
+	ok(!p.exec_program_only && p.n_lint_deny_imports == 0, "run true, ffi true: nothing changes");
+	ward_policy_release(&p);
+
+	ward_policy_init(&p, &err);
+	ok(load(&p, "{\"permissions\": {\"write\": [\"/workspace/out\"]}}") == 0 &&
+	   load(&p, "{\"writable\": null}") == 0 && !p.writable_only && p.n_writable == 0,
+	   "writable null: the default again");
+	ward_policy_release(&p);
+}
+
+static void test_permissions_errors(void)
+{
+	json_fails("{\"permissions\": 1}", "policy.json: permissions: expected an object, got 1");
+	json_fails("{\"permissions\": {\"swim\": true}}", PP "swim: unknown field");
+	is_str(err.field, "permissions.swim", "  err->field");
+	has_str(err.hint, "env, read, write, net, run, ffi", "  hint lists the switches");
+	json_fails("{\"permissions\": {\"env\": \"A\"}}",
+		   PP "env: expected true, false or an array of variable names, got \"A\"");
+	json_fails("{\"permissions\": {\"env\": [\"A\", \"1B\"]}}",
+		   PP "env[1]: expected a variable name like \"API_URL\", got \"1B\"");
+	is_str(err.field, "permissions.env[1]", "  err->field");
+	json_fails("{\"permissions\": {\"env\": [3]}}", PP "env[0]: expected variable names, got 3");
+	json_fails("{\"permissions\": {\"read\": [\"rel\"]}}",
+		   PP "read[0]: expected an absolute path, got \"rel\"");
+	json_fails("{\"permissions\": {\"read\": [\"/workspace/in\"]}}",
+		   PP "read[0]: \"/workspace/in\": /workspace and /tmp are always readable; "
+		   "list host paths to mount read-only");
+	json_fails("{\"permissions\": {\"write\": {}}}",
+		   PP "write: expected true, false or an array of absolute paths, got an object");
+	json_fails("{\"permissions\": {\"net\": true}}",
+		   PP "net: expected false or an array of allowlist entries like \"pypi.org\": "
+		   "true (every destination) is not offered; list them");
+	json_fails("{\"permissions\": {\"net\": [\"ok.test\", \"bad host\"]}}",
+		   PP "net[1]: expected HOST, *.DOMAIN, HOST:PORT, HOST:* or a CIDR, got \"bad host\"");
+	is_str(err.field, "permissions.net[1]", "  a bad entry is named");
+	json_fails("{\"permissions\": {\"run\": \"no\"}}", PP "run: expected true or false, got \"no\"");
+	json_fails("{\"permissions\": {\"ffi\": []}}", PP "ffi: expected true or false, got an array");
+	json_fails("{\"writable\": [\"/etc\"]}",
+		   "policy.json: writable[0]: \"/etc\" is not at or below /workspace or /tmp");
+	json_fails("{\"writable\": 1}", "policy.json: writable: expected null or an array of paths, got 1");
+	json_fails("{\"exec\": \"none\"}", "policy.json: exec: expected \"any\" or \"program\", got \"none\"");
+	/* conflicts name both fields */
+	json_fails("{\"network\": {\"mode\": \"none\"}, \"permissions\": {\"net\": false}}",
+		   PP "net: conflicts with \"network\" in the same document: give one or the other");
+	is_str(err.field, "permissions.net", "  err->field");
+	json_fails("{\"permissions\": {\"env\": false}, \"env\": {\"A\": \"1\"}}",
+		   PP "env: conflicts with \"env\" in the same document: give one or the other");
+	json_fails("{\"permissions\": {\"run\": false}, \"exec\": \"any\"}",
+		   PP "run: conflicts with \"exec\" in the same document: give one or the other");
+	json_fails("{\"writable\": [], \"permissions\": {\"write\": true}}",
+		   PP "write: conflicts with \"writable\" in the same document: give one or the other");
+	/* landlock enforces both: it may not degrade under them */
+	struct ward_policy p;
+	ward_policy_init(&p, &err);
+	ok(load(&p, "{\"permissions\": {\"run\": false}, \"allow_degraded\": [\"landlock\"]}") == 0 &&
+	   ward_policy_validate(&p, &err) == -EINVAL && strcmp(err.field, "exec") == 0,
+	   "run false with a degradable landlock is refused");
+	is_str(err.message, "policy: exec: \"program\" is enforced by landlock, but allow_degraded "
+	       "lists \"landlock\"", "  message");
+	ward_policy_release(&p);
+}
+
+/* A client's switches on the operator's policy: narrowing passes,
+ * widening fails naming the field. */
+static void test_permissions_tighten(void)
+{
+	struct ward_policy b, p;
+	ward_policy_init(&b, &err);
+	ok(load(&b, "{\"env\": {\"TOKEN\": \"t\", \"URL\": \"u\"},"
+		    " \"network\": {\"allow\": [\"pypi.org\", \"files.test\"]},"
+		    " \"mounts\": [{\"host\": \"/srv/data\", \"inside\": \"/data\", \"writable\": true}]}") == 0,
+	   "the operator's policy");
+	static const struct {
+		const char *client, *field;  /* field NULL: passes */
+	} cases[] = {
+		{ "{\"permissions\": {\"env\": [\"URL\"]}}", NULL },
+		{ "{\"permissions\": {\"env\": false}}", NULL },
+		{ "{\"permissions\": {\"env\": true}}", NULL },
+		{ "{\"permissions\": {\"net\": [\"pypi.org\"]}}", NULL },
+		{ "{\"permissions\": {\"net\": false}}", NULL },
+		{ "{\"permissions\": {\"net\": [\"evil.test\"]}}", "network.allow[0]" },
+		{ "{\"permissions\": {\"read\": false, \"write\": false}}", NULL },
+		{ "{\"permissions\": {\"write\": [\"/workspace/out\"]}}", NULL },
+		{ "{\"permissions\": {\"write\": [\"/data\"]}}", NULL },
+		{ "{\"permissions\": {\"read\": [\"/opt/ssl\"]}}", "mounts[1]" },
+		{ "{\"permissions\": {\"write\": [\"/srv\"]}}", "mounts[1]" },
+		{ "{\"permissions\": {\"run\": false, \"ffi\": false}}", NULL },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ward_policy_copy(&p, &b, &err);
+		int r = load(&p, cases[i].client);
+		if (r == 0)
+			r = tighter(&b, &p);
+		if (!cases[i].field)
+			is_int(r, 0, "tighter: %s", cases[i].client);
+		else
+			ok(r == -EINVAL && strcmp(err.field, cases[i].field) == 0,
+			   "looser, naming %s: %s (%s)", cases[i].field, cases[i].client, err.message);
+		ward_policy_release(&p);
+	}
+	/* the operator's own switches bind the client's */
+	ward_policy_release(&b);
+	ward_policy_init(&b, &err);
+	ok(load(&b, "{\"permissions\": {\"run\": false, \"write\": [\"/workspace/out\"]}}") == 0,
+	   "an operator policy with switches");
+	ward_policy_copy(&p, &b, &err);
+	ok(load(&p, "{\"exec\": \"any\"}") == 0 && tighter(&b, &p) == -EINVAL &&
+	   strcmp(err.field, "exec") == 0, "a client cannot turn run back on");
+	ward_policy_release(&p);
+	ward_policy_copy(&p, &b, &err);
+	ok(load(&p, "{\"writable\": [\"/workspace\"]}") == 0 && tighter(&b, &p) == -EINVAL &&
+	   strcmp(err.field, "writable[0]") == 0, "nor write outside the operator's writable paths");
+	is_str(err.message, "policy: writable[0]: \"/workspace\" is not within the operator's "
+	       "writable paths; an override may only tighten the operator's policy", "  message");
+	ward_policy_release(&p);
+	ward_policy_copy(&p, &b, &err);
+	ok(load(&p, "{\"permissions\": {\"write\": [\"/workspace/out/sub\"]}}") == 0 &&
+	   tighter(&b, &p) == 0, "a path below the operator's is tighter");
+	ward_policy_release(&p);
+	ward_policy_release(&b);
+}
+
 int main(void)
 {
 	test_layers();
@@ -1946,5 +2124,8 @@ int main(void)
 	test_net_override();
 	test_net_from_json();
 	test_net_settings();
+	test_permissions_map();
+	test_permissions_errors();
+	test_permissions_tighten();
 	return tap_done();
 }
