@@ -106,10 +106,13 @@ test_expect_success SERVE 'an execution'"'"'s policy may not loosen cpus, nofile
 	refused /v1/executions "{\"limits\": {\"cpus\": 0}}" policy.limits.cpus "no limit is looser" &&
 	refused /v1/executions "{\"limits\": {\"nofile\": 4096}}" policy.limits.nofile "4096 is looser than the operator'"'"'s 256" &&
 	refused /v1/executions "{\"limits\": {\"memory\": \"1G\"}}" policy.limits.memory "1G is looser than the operator'"'"'s 512M" &&
-	refused /v1/executions "{\"env\": {\"PROXY\": null}}" policy.env.PROXY "may not be removed" &&
 	refused /v1/executions "{\"env\": {\"PROXY\": \"http://evil\"}}" policy.env.PROXY "may not be changed" &&
 	{ [ -z "$ROOT" ] || # rootless, cgroups may be missing: the operator cannot require them
 	  refused /v1/executions "{\"cgroup\": {\"required\": false}}" policy.cgroup.required "false is looser"; }
+'
+test_expect_success SERVE 'an execution may remove an operator'"'"'s variable (that only takes from the program)' '
+	r=$(api POST /v1/executions "${A[@]}" -d "{\"command\": [\"sh\", \"-c\", \"echo \\\"[\${PROXY-unset}]\\\"\"], \"policy\": {\"env\": {\"PROXY\": null}}}") &&
+	expect_eq "$(code "$r")" 200 && expect_eq "$(body "$r" | ward_json stdout)" "[unset]"
 '
 test_expect_success SERVE 'a session'"'"'s policy may not loosen them either' '
 	r=$(api POST /v1/sessions "${A[@]}" -d "{\"policy\": {\"limits\": {\"nofile\": 100000}}}") &&
@@ -120,7 +123,7 @@ test_expect_success SERVE 'a session'"'"'s policy may not loosen them either' '
 test_expect_success SERVE 'errors name the field: unknown fields list the known ones, a missing one says required' '
 	r=$(api POST /v1/executions "${A[@]}" -d "{\"colour\": 1}") &&
 	expect_eq "$(code "$r")" 400 && expect_eq "$(body "$r" | ward_json error.field)" colour &&
-	expect_contains "$(body "$r" | ward_json error.message)" "known fields: language, code, command, files, policy, timeout" &&
+	expect_contains "$(body "$r" | ward_json error.message)" "known fields: language, code, command, function, args, globals, artifacts, files, policy, timeout" &&
 	r=$(api POST /v1/executions "${A[@]}" -d "{\"language\": \"python\"}") &&
 	expect_eq "$(body "$r" | ward_json error.field)" code &&
 	expect_contains "$(body "$r" | ward_json error.message)" required &&

@@ -151,9 +151,22 @@ static struct ward_mount_op *add_op(struct ward_plan *plan,
 }
 
 /* The shape of a real plan, with host paths as targets. */
+/* The policy the plans are made for: the defaults' shape, no writable list,
+ * any program may be executed. */
+static struct ward_policy plan_policy;
+
+static struct ward_plan *new_plan(void)
+{
+	struct ward_plan *plan = calloc(1, sizeof(*plan));
+	if (plan)
+		plan->policy = &plan_policy;
+	return plan;
+}
+
 static void fill_plan(struct ward_plan *plan, const struct tree *t)
 {
 	memset(plan, 0, sizeof(*plan));
+	plan->policy = &plan_policy;
 	add_op(plan, WARD_MNT_DIR, NULL, t->root, false, false);
 	add_op(plan, WARD_MNT_BIND, "/usr", "/usr", false, false);
 	add_op(plan, WARD_MNT_BIND, t->ro, t->ro, false, false);
@@ -498,7 +511,7 @@ static void check_probes(const struct report *rep, int abi, const char *who)
 /* Control, then every ABI from 1 to the kernel's, each on a fresh tree. */
 static void test_enforcement(int kernel_abi)
 {
-	struct ward_plan *plan = calloc(1, sizeof(*plan));
+	struct ward_plan *plan = new_plan();
 	struct ward_error err;
 	struct report rep;
 	struct tree t;
@@ -552,7 +565,7 @@ static void test_compat(void)
 
 static void test_prepare_rules(void)
 {
-	struct ward_plan *plan = calloc(1, sizeof(*plan));
+	struct ward_plan *plan = new_plan();
 	struct ward_error err;
 	struct tree t;
 	size_t i;
@@ -589,7 +602,7 @@ static void test_prepare_rules(void)
 
 static void test_prepare_edges(void)
 {
-	struct ward_plan *plan = calloc(1, sizeof(*plan));
+	struct ward_plan *plan = new_plan();
 	static char targets[WARD_PLAN_MAX_MOUNTS][16];
 	struct ward_error err;
 	size_t i;
@@ -605,6 +618,7 @@ static void test_prepare_edges(void)
 	is_rule(plan, "/", RD, "tmpfs on / (the root never becomes writable)");
 
 	memset(plan, 0, sizeof(*plan));
+	plan->policy = &plan_policy;
 	add_op(plan, WARD_MNT_BIND, "/a", "relative/x", false, false);
 	ward_error_clear(&err);
 	is_int(ward_landlock_prepare(plan, &err), -EINVAL, "prepare: relative target fails");
@@ -612,6 +626,7 @@ static void test_prepare_edges(void)
 	is_str(err.layer, "landlock", "prepare: the error names the layer");
 
 	memset(plan, 0, sizeof(*plan));
+	plan->policy = &plan_policy;
 	for (i = 0; i < WARD_PLAN_MAX_MOUNTS; i++) {
 		snprintf(targets[i], sizeof(targets[i]), "/m%zu", i);
 		add_op(plan, WARD_MNT_TMPFS, NULL, targets[i], false, false);
@@ -626,7 +641,7 @@ static void test_prepare_edges(void)
  * making a written file executable must be closed by prepare. */
 static void test_prepare_overlap(void)
 {
-	struct ward_plan *plan = calloc(1, sizeof(*plan));
+	struct ward_plan *plan = new_plan();
 	struct ward_error err;
 	struct tree t;
 
@@ -649,11 +664,13 @@ static void test_prepare_overlap(void)
 	is_rule(plan, "/opt", RD | A(EXECUTE), "absent optional bind");
 
 	memset(plan, 0, sizeof(*plan));
+	plan->policy = &plan_policy;
 	add_op(plan, WARD_MNT_BIND, t.ro, "/tools", false, false);
 	add_op(plan, WARD_MNT_TMPFS, NULL, "/toolsx", false, false);
 	is_int(ward_landlock_prepare(plan, &err), 0, "nesting: a sibling sharing a prefix is fine");
 
 	memset(plan, 0, sizeof(*plan));
+	plan->policy = &plan_policy;
 	add_op(plan, WARD_MNT_BIND, t.ro, "/tools", false, false);
 	add_op(plan, WARD_MNT_BIND, t.rw, "/tools/out", true, false);
 	ward_error_clear(&err);
@@ -663,6 +680,7 @@ static void test_prepare_overlap(void)
 		"nesting: the error names both mounts");
 
 	memset(plan, 0, sizeof(*plan));
+	plan->policy = &plan_policy;
 	add_op(plan, WARD_MNT_BIND, t.ro, "/", false, false);
 	add_op(plan, WARD_MNT_TMPFS, NULL, "/tmp", false, false);
 	ward_error_clear(&err);
@@ -674,7 +692,7 @@ static void test_prepare_overlap(void)
 /* ABI 0 needs no kernel support, so these run in this process. */
 static void test_unavailable(void)
 {
-	struct ward_plan *plan = calloc(1, sizeof(*plan));
+	struct ward_plan *plan = new_plan();
 	struct ward_error err;
 
 	if (!plan)
@@ -687,6 +705,7 @@ static void test_unavailable(void)
 	is_int(plan->layers, 0, "abi 0: not marked applied");
 
 	memset(plan, 0, sizeof(*plan));
+	plan->policy = &plan_policy;
 	plan->allow_degrade = ~LAYER_BIT;
 	ward_error_clear(&err);
 	is_int(ward_layers_apply(row, 1, WARD_STAGE_PROGRAM, plan, &err), -EOPNOTSUPP,
@@ -703,7 +722,7 @@ static void test_unavailable(void)
  * restriction: run it in a child anyway, in case it did not. */
 static void test_apply_errors(int kernel_abi)
 {
-	struct ward_plan *plan = calloc(1, sizeof(*plan));
+	struct ward_plan *plan = new_plan();
 	struct report rep;
 	char via[PATHLEN];
 
